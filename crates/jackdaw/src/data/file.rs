@@ -1,0 +1,223 @@
+//! The data file: fixed-size pages at stable numbers, read through a bounds-checked map and
+//! written with positional writes (never through the map).
+//!
+//! Invariants owned here:
+//! 1. The file is at least `next_page * page_size` bytes long before a journal record that refers
+//!    to those pages is written (growth is fallocated and synced first), so replay and the flusher
+//!    never write past the end, and a read of a committed page never faults.
+//! 2. Every read through a [`MapState`] is checked against the mapped length (a page past the end
+//!    is `Corrupted`, not SIGBUS) and, the first time, against its checksum and number.
+
+use super::header::{Header, SLOT_WRITE};
+use super::page;
+use crate::error::IoContext;
+use crate::storage::{Mapping, StorageFile, SyncSite};
+use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Page of the free-space bitmap of section 0 (section k >= 1 has its bitmap at page `k * S`,
+/// the first page of the section).
+pub(crate) const FIRST_BITMAP_PAGE: u64 = 2;
+/// The meta page, owned by the layer above.
+pub const META_PAGE: u64 = 3;
+/// First page the allocator may hand out in a new database.
+pub(crate) const FIRST_FREE_PAGE: u64 = 4;
+
+/// Pages covered by one free-space bitmap page (its bits).
+pub(crate) fn section_pages(page_size: usize) -> u64 {
+    ((page_size - page::PAGE_HEADER) * 8) as u64
+}
+/// The bitmap page of section `k`.
+pub(crate) fn bitmap_page(page_size: usize, k: u64) -> u64 {
+    if k == 0 {
+        FIRST_BITMAP_PAGE
+    } else {
+        k * section_pages(page_size)
+    }
+}
+
+/// Size the file grows to so that it holds `need` bytes: doubling up to 1 GiB, then 1 GiB steps.
+pub(crate) fn grown_len(current: u64, need: u64, page_size: u64) -> u64 {
+    const GIB: u64 = 1 << 30;
+    let mut len = current.max(page_size * 64);
+    while len < need {
+        len = if len < GIB { len * 2 } else { len + GIB };
+    }
+    len
+}
+
+/// A mapping of the data file plus the set of pages already verified through it.
+pub(crate) struct MapState {
+    map: Arc<dyn Mapping>,
+    page_size: usize,
+    /// Bit per page: checksum verified once.
+    verified: Box<[AtomicU64]>,
+}
+
+impl MapState {
+    fn new(map: Arc<dyn Mapping>, page_size: usize, prev: Option<&MapState>) -> MapState {
+        let pages = map.len() / page_size;
+        let verified: Box<[AtomicU64]> = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        if let Some(p) = prev {
+            for (a, b) in verified.iter().zip(p.verified.iter()) {
+                a.store(b.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+        MapState { map, page_size, verified }
+    }
+
+    /// Pages covered by the mapping.
+    pub(crate) fn pages(&self) -> u64 {
+        (self.map.len() / self.page_size) as u64
+    }
+
+    /// Page `pgno`, verified the first time it is read through this mapping.
+    pub(crate) fn page(&self, pgno: u64) -> Result<&[u8]> {
+        let bytes = self.raw(pgno)?;
+        let (w, bit) = ((pgno / 64) as usize, 1u64 << (pgno % 64));
+        let word = &self.verified[w];
+        if word.load(Ordering::Acquire) & bit == 0 {
+            page::verify(bytes, pgno)?;
+            word.fetch_or(bit, Ordering::AcqRel);
+        }
+        Ok(bytes)
+    }
+
+    /// Page `pgno` without verification (check(), tools).
+    pub(crate) fn raw(&self, pgno: u64) -> Result<&[u8]> {
+        let off = usize::try_from(pgno)
+            .ok()
+            .and_then(|p| p.checked_mul(self.page_size))
+            .ok_or_else(|| Error::corrupted(Some(pgno), "page number out of range"))?;
+        self.map.slice(off, self.page_size).ok_or_else(|| {
+            Error::corrupted(Some(pgno), format!("page is past the end of the data file ({} pages)", self.pages()))
+        })
+    }
+}
+
+/// The open data file.
+pub(crate) struct DataFile {
+    pub(crate) file: Arc<dyn StorageFile>,
+    pub(crate) page_size: usize,
+    len: AtomicU64,
+    map: RwLock<Arc<MapState>>,
+    grow_lock: Mutex<()>,
+}
+
+impl DataFile {
+    pub(crate) fn open(file: Arc<dyn StorageFile>, page_size: usize) -> Result<DataFile> {
+        let len = file.len().ctx("data file length")?;
+        let map = file.map(len).ctx("map data file")?;
+        Ok(DataFile {
+            file,
+            page_size,
+            len: AtomicU64::new(len),
+            map: RwLock::new(Arc::new(MapState::new(map, page_size, None))),
+            grow_lock: Mutex::new(()),
+        })
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// The current mapping (covers every page of every committed state).
+    pub(crate) fn map(&self) -> Arc<MapState> {
+        self.map.read().clone()
+    }
+
+    /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped.
+    pub(crate) fn ensure_pages(&self, pages: u64) -> Result<()> {
+        let need = pages
+            .checked_mul(self.page_size as u64)
+            .ok_or_else(|| Error::Invalid("database too large".into()))?;
+        if need <= self.len() {
+            return Ok(());
+        }
+        let _g = self.grow_lock.lock();
+        let cur = self.len();
+        if need <= cur {
+            return Ok(());
+        }
+        let new_len = grown_len(cur, need, self.page_size as u64);
+        self.file.allocate(new_len).ctx("grow data file")?;
+        self.file.sync_all(SyncSite::DataGrow).ctx("sync data file growth")?;
+        self.remap(new_len)
+    }
+
+    fn remap(&self, new_len: u64) -> Result<()> {
+        let map = self.file.map(new_len).ctx("map data file")?;
+        let mut cur = self.map.write();
+        let ms = MapState::new(map, self.page_size, Some(&cur));
+        *cur = Arc::new(ms);
+        self.len.store(new_len, Ordering::Release);
+        Ok(())
+    }
+
+    /// Read a page with `pread` (recovery, where the map may be stale).
+    pub(crate) fn read_page(&self, pgno: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
+    }
+
+    pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
+        debug_assert_eq!(buf.len(), self.page_size);
+        self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")
+    }
+
+    pub(crate) fn write_pages(&self, first: u64, bufs: &[std::io::IoSlice<'_>]) -> Result<()> {
+        self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")
+    }
+
+    pub(crate) fn sync(&self, site: SyncSite) -> Result<()> {
+        self.file.sync_data(site).ctx("sync data file")
+    }
+
+    pub(crate) fn write_header(&self, h: &Header) -> Result<()> {
+        let slot = h.revision & 1;
+        let mut block = vec![0u8; SLOT_WRITE];
+        block[..super::header::HEADER_LEN].copy_from_slice(&h.encode());
+        self.file.write_all_at(&block, slot * self.page_size as u64).ctx("write header slot")?;
+        self.file.sync_data(SyncSite::Header).ctx("sync header slot")
+    }
+
+    /// Decode both slots (a file too short for a slot yields `Foreign` for it).
+    pub(crate) fn read_headers(file: &dyn StorageFile) -> Result<Header> {
+        let len = file.len().ctx("data file length")?;
+        let mut slot = |off: u64| -> Result<Result<Header, super::header::SlotError>> {
+            if len < off + SLOT_WRITE as u64 {
+                return Ok(Err(super::header::SlotError::Foreign));
+            }
+            let mut b = vec![0u8; super::header::HEADER_LEN];
+            file.read_exact_at(&mut b, off).ctx("read header slot")?;
+            Ok(Header::decode(&b))
+        };
+        let a = slot(0)?;
+        // Slot 1 sits at page 1; its offset depends on the page size recorded in slot 0.
+        let ps = match &a {
+            Ok(h) => h.page_size as u64,
+            Err(_) => {
+                // Try every legal page size for slot 1.
+                let mut found = None;
+                let mut ps = 4096u64;
+                while ps <= 65536 {
+                    if let Ok(Ok(h)) = slot(ps) {
+                        if h.page_size as u64 == ps {
+                            found = Some(ps);
+                            break;
+                        }
+                    }
+                    ps *= 2;
+                }
+                found.unwrap_or(4096)
+            }
+        };
+        let b = slot(ps)?;
+        let b = match b {
+            Ok(h) if h.page_size as u64 != ps => Err(super::header::SlotError::Damaged("slot 1 page size".into())),
+            other => other,
+        };
+        Header::choose(a, b)
+    }
+}

@@ -1,0 +1,460 @@
+//! `Env`: opening (creation and recovery), transactions, flushing, closing, stats and `check()`.
+
+use crate::data::file::{grown_len, FIRST_BITMAP_PAGE, FIRST_FREE_PAGE, META_PAGE};
+use crate::data::page::{self, PageKind};
+use crate::data::{DataFile, Header};
+use crate::error::IoContext;
+use crate::journal::{self, recovery, Journal};
+use crate::options::{FlusherMode, Options};
+use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
+use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
+use crate::txn::alloc::{any_set_from, count_set_bits, AllocSummary, Geometry};
+use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
+use crate::txn::{flusher, page_table::PageTable, ReadTxn, WriteTxn};
+use crate::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub(crate) const DATA_FILE: &str = "data.jdb";
+const LOCK_FILE: &str = "lock";
+
+/// An open database. Cheap to clone (an `Arc` inside); `Send + Sync`.
+#[derive(Clone)]
+pub struct Env {
+    handle: Arc<Handle>,
+}
+
+struct Handle {
+    core: Arc<Core>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = close(&self.core, &self.flusher);
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Env({})", self.handle.core.dir.display())
+    }
+}
+
+impl Env {
+    /// Open the database in directory `path`, creating it if missing, recovering it if it was not
+    /// closed cleanly.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Env> {
+        opts.validate()?;
+        let core = Arc::new(open_core(path.as_ref(), opts)?);
+        let flusher = if core.opts.flusher == FlusherMode::Background {
+            let c = core.clone();
+            let h = std::thread::Builder::new()
+                .name("jackdaw-flusher".into())
+                .spawn(move || flusher::run(c))
+                .ctx("start flusher thread")?;
+            Some(h)
+        } else {
+            None
+        };
+        Ok(Env { handle: Arc::new(Handle { core, flusher: Mutex::new(flusher) }) })
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.handle.core
+    }
+
+    /// Begin the write transaction, waiting while another is active.
+    pub fn write(&self) -> Result<WriteTxn> {
+        WriteTxn::begin(self.core(), true)
+    }
+
+    /// Begin the write transaction, or fail at once with `Error::Busy`.
+    pub fn try_write(&self) -> Result<WriteTxn> {
+        WriteTxn::begin(self.core(), false)
+    }
+
+    /// Begin a read transaction: an owned snapshot of the last committed state.
+    pub fn read(&self) -> Result<ReadTxn> {
+        if self.core().closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        ReadTxn::begin(self.core())
+    }
+
+    /// Move every committed page version that no snapshot still needs into the data file, sync it
+    /// and write the header (on the caller's thread).
+    pub fn flush(&self) -> Result<()> {
+        if self.core().closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        flusher::flush_once(self.core()).map(|_| ())
+    }
+
+    /// Flush, sync and stop the flusher. Afterwards new transactions on any clone fail with
+    /// `Error::Closed`; snapshots still alive keep reading until dropped.
+    pub fn close(&self) -> Result<()> {
+        close(self.core(), &self.handle.flusher)
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.core().dir
+    }
+
+    /// A picture of the environment.
+    pub fn stats(&self) -> Stats {
+        stats(self.core())
+    }
+
+    /// Verify the whole database; `Err(Corrupted)` lists every problem found.
+    pub fn check(&self) -> Result<CheckReport> {
+        check(self.core(), None::<fn(&ReadTxn) -> Result<Vec<u64>>>)
+    }
+
+    /// `check()`, plus reachability: `reachable` returns every page the layer above uses (the meta
+    /// page excluded); each must be in use, none twice, and every page in use must be among them.
+    pub fn check_with<F>(&self, reachable: F) -> Result<CheckReport>
+    where
+        F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
+    {
+        check(self.core(), Some(reachable))
+    }
+}
+
+fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
+    if core.closed.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    if let Some(h) = flusher.lock().take() {
+        core.flusher_ctl.lock().stop = true;
+        core.flusher_cv.notify_all();
+        let _ = h.join();
+    }
+    if core.poisoned.lock().is_some() {
+        return Err(Error::Poisoned("closed after a write failure".into()));
+    }
+    flusher::flush_once(core)?;
+    let last = core.committed().txid;
+    core.journal.lock().make_durable(last)
+}
+
+fn new_db_id(opts: &Options) -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    xxhash_rust::xxh3::xxh3_64(&[t.to_le_bytes(), (std::process::id() as u64).to_le_bytes(), (opts.clock.now().as_nanos() as u64).to_le_bytes()].concat())
+}
+
+/// Write a new, empty database file at `path` (under a temporary name, then renamed).
+fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
+    let ps = opts.page_size as usize;
+    let tmp = dir.join(format!("{DATA_FILE}.tmp"));
+    let f = storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create data file")?;
+    f.set_len(0).ctx("truncate data file")?;
+    let len = grown_len(0, FIRST_FREE_PAGE * ps as u64, ps as u64);
+    f.allocate(len).ctx("allocate data file")?;
+    let mut pages = vec![0u8; FIRST_FREE_PAGE as usize * ps];
+    let db_id = new_db_id(opts);
+    for (pgno, kind) in [(FIRST_BITMAP_PAGE, PageKind::FreeMap), (META_PAGE, PageKind::Meta)] {
+        let p = &mut pages[pgno as usize * ps..(pgno as usize + 1) * ps];
+        page::init(p, pgno, kind);
+        page::seal(p, pgno, 0);
+    }
+    for rev in 0..2u64 {
+        let h = Header { page_size: ps as u32, revision: rev, db_id, flushed_txid: 0, next_page: FIRST_FREE_PAGE, journal_gen: 0, journal_offset: 0 };
+        pages[rev as usize * ps..rev as usize * ps + crate::data::header::HEADER_LEN].copy_from_slice(&h.encode());
+    }
+    f.write_all_at(&pages, 0).ctx("write new data file")?;
+    f.sync_all(SyncSite::DataGrow).ctx("sync new data file")?;
+    storage.rename(&tmp, &dir.join(DATA_FILE)).ctx("name data file")?;
+    storage.sync_dir(dir, SyncSite::DbDir).ctx("sync database directory")?;
+    Ok(())
+}
+
+fn open_core(dir: &Path, opts: Options) -> Result<Core> {
+    let storage = opts.storage.clone();
+    storage.create_dir_all(dir).ctx("create database directory")?;
+    let lock = storage.lock(&dir.join(LOCK_FILE)).ctx("lock database")?.ok_or(Error::Locked)?;
+    let journal_dir = dir.join(journal::DIR);
+    storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
+    let data_path = dir.join(DATA_FILE);
+    if !storage.exists(&data_path) {
+        create(storage.as_ref(), dir, &opts)?;
+    }
+    let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
+    let mut header = DataFile::read_headers(file.as_ref())?;
+    let ps = header.page_size as usize;
+    let flen = file.len().ctx("data file length")?;
+    if flen < header.next_page.saturating_mul(ps as u64) {
+        return Err(Error::corrupted(
+            None,
+            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
+        ));
+    }
+    let data = DataFile::open(file, ps)?;
+    let counters = Arc::new(Counters::default());
+
+    // Recovery: replay the log after the header into the data file.
+    let (end, paths) = recovery::replay(storage.as_ref(), &journal_dir, &header, &data)?;
+    let max_gen = paths.keys().next_back().copied().unwrap_or(0).max(header.journal_gen);
+    let new_gen = max_gen + 1;
+    if end.records > 0 || new_gen != header.journal_gen + 1 {
+        data.sync(SyncSite::DataFlush)?;
+        counters.synced(SyncSite::DataFlush);
+        header = Header {
+            revision: header.revision + 1,
+            flushed_txid: end.last_txid,
+            next_page: end.next_page,
+            journal_gen: new_gen,
+            journal_offset: 0,
+            ..header
+        };
+        data.write_header(&header)?;
+        counters.synced(SyncSite::Header);
+    }
+    // Every journal file is now retired.
+    let mut recyclable = Vec::new();
+    for (g, p) in paths {
+        if recyclable.len() < opts.journal_files_kept {
+            recyclable.push((g, p));
+        } else {
+            storage.remove(&p).ctx("remove retired journal")?;
+        }
+    }
+    let alloc = load_alloc(&data, &header)?;
+    let journal = Journal::new(
+        storage.clone(),
+        journal_dir.clone(),
+        header.db_id,
+        opts.journal_file_bytes,
+        opts.journal_files_kept,
+        counters.clone(),
+        header.flushed_txid,
+        max_gen,
+        recyclable,
+    );
+    let committed = Committed { txid: header.flushed_txid, next_page: header.next_page };
+    Ok(Core {
+        page_size: ps,
+        db_id: header.db_id,
+        dir: dir.to_path_buf(),
+        journal_dir,
+        data,
+        journal: Mutex::new(journal),
+        table: PageTable::default(),
+        committed: Mutex::new(committed),
+        txlog: Mutex::new(VecDeque::new()),
+        readers: Mutex::new(Readers::default()),
+        writer: Arc::new(Mutex::new(())),
+        alloc: Mutex::new(alloc),
+        flush_state: Mutex::new(header),
+        flusher_ctl: Mutex::new(FlusherCtl::default()),
+        flusher_cv: Condvar::new(),
+        counters,
+        poisoned: Mutex::new(None),
+        closed: AtomicBool::new(false),
+        _lock: lock,
+        opts,
+    })
+}
+
+/// Per-section free counts from the bitmap pages.
+fn load_alloc(data: &DataFile, header: &Header) -> Result<AllocSummary> {
+    let g = Geometry::new(data.page_size);
+    let map = data.map();
+    let mut free = Vec::new();
+    for k in 0..g.sections(header.next_page) {
+        let pgno = g.bitmap_page(k);
+        let p = map.page(pgno)?;
+        if page::page_kind(p) != Some(PageKind::FreeMap) {
+            return Err(Error::corrupted(Some(pgno), "free-space bitmap page has another kind"));
+        }
+        let limit = (header.next_page - k * g.section).min(g.section);
+        free.push(count_set_bits(p, limit));
+    }
+    Ok(AllocSummary { free })
+}
+
+fn stats(core: &Arc<Core>) -> Stats {
+    let c = &core.counters;
+    let committed = core.committed();
+    let free_pages = core.alloc.lock().total_free();
+    let now = core.opts.clock.now();
+    let readers: Vec<(u64, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
+    let log: Vec<(u64, u64)> = core.txlog.lock().iter().map(|t| (t.txid, t.bytes)).collect();
+    let readers = readers
+        .into_iter()
+        .map(|(txid, start)| ReaderInfo {
+            txid,
+            age: now.saturating_sub(start),
+            pinned_bytes: log.iter().filter(|(t, _)| *t > txid).map(|(_, b)| b).sum(),
+        })
+        .collect::<Vec<_>>();
+    let (journal_files, journal_file_bytes, io) = {
+        let j = core.journal.lock();
+        let (n, b) = j.files();
+        (n, b, j.io)
+    };
+    Stats {
+        page_size: core.page_size,
+        pages_in_use: committed.next_page - free_pages,
+        free_pages,
+        next_page: committed.next_page,
+        data_file_bytes: core.data.len(),
+        journal_file_bytes,
+        journal_files,
+        journal_files_created: Counters::get(&c.journal_files_created),
+        journal_files_recycled: Counters::get(&c.journal_files_recycled),
+        journal_io: io.map_or("no journal file opened yet", JournalIo::name),
+        last_committed_txid: committed.txid,
+        last_flushed_txid: core.flush_state.lock().flushed_txid,
+        oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
+        readers,
+        scratch_bytes: core.table.bytes(),
+        commits: Counters::get(&c.commits),
+        journal_writes: Counters::get(&c.journal_writes),
+        journal_direct_writes: Counters::get(&c.journal_direct_writes),
+        journal_bytes_full: Counters::get(&c.journal_bytes_full),
+        journal_bytes_raw: Counters::get(&c.journal_bytes_raw),
+        journal_bytes_written: Counters::get(&c.journal_bytes_stored),
+        flushes: Counters::get(&c.flushes),
+        flushed_pages: Counters::get(&c.flushed_pages),
+        written_once_pages: Counters::get(&c.written_once_pages),
+        syncs: crate::storage::SyncSite::ALL.iter().map(|s| (s.name(), Counters::get(&c.syncs[s.index()]))).collect(),
+        poisoned: core.poisoned.lock().is_some(),
+    }
+}
+
+fn check<F>(core: &Arc<Core>, reachable: Option<F>) -> Result<CheckReport>
+where
+    F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
+{
+    // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
+    let _w = core.writer.lock();
+    let header = *core.flush_state.lock();
+    let rtx = ReadTxn::begin(core)?;
+    let g = Geometry::new(core.page_size);
+    let mut problems: Vec<String> = Vec::new();
+    let mut report = CheckReport::default();
+    let next_page = rtx.next_page();
+
+    // 1. Header slots.
+    if let Err(e) = DataFile::read_headers(core.data.file.as_ref()) {
+        problems.push(format!("header slots: {e}"));
+    }
+    // 2. Free-space map.
+    let summary = core.alloc.lock().clone();
+    if summary.free.len() as u64 != g.sections(next_page) {
+        problems.push(format!("allocator has {} sections, the database needs {}", summary.free.len(), g.sections(next_page)));
+    }
+    let mut free_set: HashSet<u64> = HashSet::new();
+    for k in 0..g.sections(next_page) {
+        let bp = g.bitmap_page(k);
+        report.bitmap_pages += 1;
+        let p = match rtx.page(bp) {
+            Ok(p) => p,
+            Err(e) => {
+                problems.push(format!("bitmap page {bp}: {e}"));
+                continue;
+            }
+        };
+        if page::page_kind(&p) != Some(PageKind::FreeMap) {
+            problems.push(format!("page {bp}: expected a free-space bitmap page"));
+            continue;
+        }
+        let limit = (next_page - k * g.section).min(g.section);
+        let n = count_set_bits(&p, limit);
+        if summary.free.get(k as usize) != Some(&n) {
+            problems.push(format!("section {k}: bitmap has {n} free pages, the allocator counts {:?}", summary.free.get(k as usize)));
+        }
+        if any_set_from(&p, limit) {
+            problems.push(format!("section {k}: pages past the high-water mark {next_page} are marked free"));
+        }
+        for i in 0..limit {
+            let (byte, mask) = g.bit(k * g.section + i);
+            if p[byte] & mask != 0 {
+                free_set.insert(k * g.section + i);
+            }
+        }
+    }
+    for fixed in [FIRST_BITMAP_PAGE, META_PAGE].into_iter().chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k))) {
+        if free_set.contains(&fixed) {
+            problems.push(format!("page {fixed} (a fixed page) is marked free"));
+        }
+    }
+    report.free_pages = free_set.len() as u64;
+    // 3. Every page in use: checksum, number, kind.
+    for pgno in FIRST_BITMAP_PAGE..next_page {
+        if free_set.contains(&pgno) {
+            continue;
+        }
+        report.pages_in_use += 1;
+        report.pages_checked += 1;
+        match rtx.page(pgno) {
+            Ok(p) => {
+                if let Err(e) = page::verify(&p, pgno) {
+                    problems.push(e.to_string());
+                } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
+                    problems.push("page 3 is not the meta page".into());
+                }
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    // 4. Reachability, when the layer above says what it uses.
+    if let Some(f) = reachable {
+        match f(&rtx) {
+            Ok(pages) => {
+                report.reachable_pages = pages.len() as u64;
+                let mut seen = HashSet::new();
+                for p in pages {
+                    if !seen.insert(p) {
+                        problems.push(format!("page {p} is reachable twice"));
+                    } else if p < FIRST_FREE_PAGE || p >= next_page || g.is_bitmap_page(p) {
+                        problems.push(format!("reachable page {p} is not an allocatable page"));
+                    } else if free_set.contains(&p) {
+                        problems.push(format!("reachable page {p} is marked free"));
+                    }
+                }
+                for p in FIRST_FREE_PAGE..next_page {
+                    if !g.is_bitmap_page(p) && !free_set.contains(&p) && !seen.contains(&p) {
+                        problems.push(format!("page {p} is in use but not reachable (leaked)"));
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("walking reachable pages: {e}")),
+        }
+    }
+    // 5. The journal chain after the header.
+    let durable = core.journal.lock().durable_txid();
+    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir)
+        .and_then(|paths| recovery::scan(core.opts.storage.as_ref(), &paths, &header, |_, _| Ok(())))
+    {
+        Ok(end) => {
+            report.journal_records = end.records;
+            if end.last_txid < durable {
+                problems.push(format!(
+                    "journal chain ends at transaction {} but transactions up to {durable} are durable",
+                    end.last_txid
+                ));
+            }
+        }
+        Err(e) => problems.push(format!("journal: {e}")),
+    }
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(Error::Corrupted { page: None, reason: problems.join("\n") })
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Env>();
+    fn is_send<T: Send + 'static>() {}
+    is_send::<ReadTxn>();
+}

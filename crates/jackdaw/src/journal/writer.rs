@@ -1,0 +1,312 @@
+//! Appending records: file rotation, preallocation, recycling, and the three durability modes.
+//!
+//! Invariants:
+//! 1. Records are written in transaction order; `durable_txid` only grows, and every record up to
+//!    it is on the device (a `Sync` commit first makes earlier `Buffered`/`None` records durable,
+//!    so there are no holes).
+//! 2. A journal file is fully zero-filled, synced, named and its directory synced before any
+//!    record in it is acknowledged, so an `O_DSYNC` write never has to commit metadata too.
+//! 3. Within one file, records are back to back from offset 0; a record that does not fit starts
+//!    the next generation at offset 0.
+
+use super::record::{self, AlignedBuf, PayloadBuilder};
+use super::{path, JournalPos};
+use crate::error::IoContext;
+use crate::options::Durability;
+use crate::stats::Counters;
+use crate::storage::{JournalIo, OpenMode, Storage, StorageFile, SyncSite};
+use crate::Result;
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+struct JFile {
+    generation: u64,
+    direct: Arc<dyn StorageFile>,
+    buffered: Arc<dyn StorageFile>,
+    len: u64,
+    /// End of the last record placed in this file.
+    end: u64,
+    /// Last transaction with a record in this file.
+    last_txid: u64,
+}
+
+/// A record placed but not yet handed to the OS (`Durability::None`).
+struct Pending {
+    file: Arc<dyn StorageFile>,
+    offset: u64,
+    bytes: Vec<u8>,
+    txid: u64,
+}
+
+/// Where a record went and what it cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Appended {
+    pub end: JournalPos,
+    pub raw_len: u64,
+    pub written_len: u64,
+}
+
+pub(crate) struct Journal {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    db_id: u64,
+    file_bytes: u64,
+    files_kept: usize,
+    counters: Arc<Counters>,
+    pub(crate) io: Option<JournalIo>,
+    cur: Option<JFile>,
+    /// Full files whose records are not all flushed, oldest first.
+    live: VecDeque<JFile>,
+    /// Retired files available for reuse (paths).
+    recyclable: Vec<(u64, PathBuf)>,
+    next_generation: u64,
+    pending: Vec<Pending>,
+    /// Files with buffered writes not yet synced.
+    dirty: Vec<Arc<dyn StorageFile>>,
+    last_txid: u64,
+    written_txid: u64,
+    durable_txid: u64,
+    buf: AlignedBuf,
+    scratch: Vec<u8>,
+    /// Set after a failed write or sync: the journal's state on disk is unknown.
+    failed: bool,
+}
+
+impl Journal {
+    /// A journal whose next record is transaction `last_txid + 1`. `recyclable` are retired files
+    /// found at open; new generations start above `min_generation`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        db_id: u64,
+        file_bytes: u64,
+        files_kept: usize,
+        counters: Arc<Counters>,
+        last_txid: u64,
+        min_generation: u64,
+        recyclable: Vec<(u64, PathBuf)>,
+    ) -> Journal {
+        Journal {
+            storage,
+            dir,
+            db_id,
+            file_bytes: file_bytes.max(64 << 10).div_ceil(record::BLOCK as u64) * record::BLOCK as u64,
+            files_kept,
+            counters,
+            io: None,
+            cur: None,
+            live: VecDeque::new(),
+            recyclable,
+            next_generation: min_generation + 1,
+            pending: Vec::new(),
+            dirty: Vec::new(),
+            last_txid,
+            written_txid: last_txid,
+            durable_txid: last_txid,
+            buf: AlignedBuf::default(),
+            scratch: Vec::new(),
+            failed: false,
+        }
+    }
+
+    pub(crate) fn durable_txid(&self) -> u64 {
+        self.durable_txid
+    }
+
+    pub(crate) fn files(&self) -> (usize, u64) {
+        let all = self.live.iter().chain(self.cur.iter());
+        let (n, b) = all.fold((0, 0), |(n, b), f| (n + 1, b + f.len));
+        (n + self.recyclable.len(), b)
+    }
+
+    /// Where the next record goes if it fits in the current file.
+    pub(crate) fn tail(&self) -> Option<JournalPos> {
+        self.cur.as_ref().map(|f| JournalPos { generation: f.generation, offset: f.end })
+    }
+
+    /// Append transaction `txid`'s record. On error the journal must not be used again (the
+    /// caller poisons the environment).
+    pub(crate) fn append(
+        &mut self,
+        txid: u64,
+        next_page: u64,
+        payload: &PayloadBuilder,
+        durability: Durability,
+    ) -> Result<Appended> {
+        let r = self.append_inner(txid, next_page, payload, durability);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn append_inner(&mut self, txid: u64, next_page: u64, payload: &PayloadBuilder, durability: Durability) -> Result<Appended> {
+        debug_assert_eq!(txid, self.last_txid + 1);
+        // Encode once with the current generation; re-encode if rotation changes it.
+        let mut generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
+        let mut h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, payload)?;
+        let len = h.record_len();
+        let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
+        if !fits {
+            self.rotate(len)?;
+            generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
+            h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, payload)?;
+        }
+        let cur = self.cur.as_mut().expect("rotate sets cur");
+        let offset = cur.end;
+        cur.end += len;
+        cur.last_txid = txid;
+        self.last_txid = txid;
+        let end = JournalPos { generation: cur.generation, offset: cur.end };
+        let (direct, buffered) = (cur.direct.clone(), cur.buffered.clone());
+        Counters::add(&self.counters.journal_bytes_raw, h.raw_len as u64);
+        Counters::add(&self.counters.journal_bytes_stored, len);
+        Counters::add(&self.counters.journal_bytes_full, payload.full_bytes);
+        match durability {
+            Durability::None => {
+                self.pending.push(Pending { file: buffered, offset, bytes: self.buf.as_slice().to_vec(), txid });
+            }
+            Durability::Buffered => {
+                self.write_pending()?;
+                self.write_buffered(&buffered, offset, txid)?;
+            }
+            Durability::Sync => {
+                if self.pending.is_empty() && self.dirty.is_empty() && self.io == Some(JournalIo::DirectSync) {
+                    direct.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset).ctx("journal write (O_DIRECT|O_DSYNC)")?;
+                    Counters::add(&self.counters.journal_writes, 1);
+                    Counters::add(&self.counters.journal_direct_writes, 1);
+                    self.written_txid = txid;
+                    self.durable_txid = txid;
+                } else {
+                    self.write_pending()?;
+                    self.write_buffered(&buffered, offset, txid)?;
+                    self.sync_dirty()?;
+                }
+            }
+        }
+        Ok(Appended { end, raw_len: h.raw_len as u64, written_len: len })
+    }
+
+    fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {
+        f.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset).ctx("journal write")?;
+        Counters::add(&self.counters.journal_writes, 1);
+        self.written_txid = txid;
+        if !self.dirty.iter().any(|d| Arc::ptr_eq(d, f)) {
+            self.dirty.push(f.clone());
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        // Adjacent records in one file go in one vectored write.
+        let mut i = 0;
+        while i < pending.len() {
+            let mut j = i + 1;
+            let mut end = pending[i].offset + pending[i].bytes.len() as u64;
+            while j < pending.len() && Arc::ptr_eq(&pending[j].file, &pending[i].file) && pending[j].offset == end {
+                end += pending[j].bytes.len() as u64;
+                j += 1;
+            }
+            let slices: Vec<IoSlice<'_>> = pending[i..j].iter().map(|p| IoSlice::new(&p.bytes)).collect();
+            pending[i].file.write_vectored_at(&slices, pending[i].offset).ctx("journal write (deferred records)")?;
+            Counters::add(&self.counters.journal_writes, 1);
+            self.written_txid = pending[j - 1].txid;
+            if !self.dirty.iter().any(|d| Arc::ptr_eq(d, &pending[i].file)) {
+                self.dirty.push(pending[i].file.clone());
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    fn sync_dirty(&mut self) -> Result<()> {
+        for f in std::mem::take(&mut self.dirty) {
+            f.sync_data(SyncSite::JournalData).ctx("journal fdatasync")?;
+            self.counters.synced(SyncSite::JournalData);
+        }
+        self.durable_txid = self.written_txid;
+        Ok(())
+    }
+
+    /// Make every record up to `txid` durable (the flusher's write-ahead rule; `close`).
+    pub(crate) fn make_durable(&mut self, txid: u64) -> Result<()> {
+        if self.durable_txid >= txid {
+            return Ok(());
+        }
+        let r = self.write_pending().and_then(|_| self.sync_dirty());
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    pub(crate) fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Move to a new file that can hold a record of `need` bytes.
+    fn rotate(&mut self, need: u64) -> Result<()> {
+        let size = self.file_bytes.max(need);
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let target = path(&self.dir, generation);
+        // Prefer a retired file of sufficient size.
+        let mut reused = false;
+        while let Some((_, p)) = self.recyclable.pop() {
+            let f = self.storage.open(&p, OpenMode::ReadWrite).ctx("open retired journal")?;
+            let len = f.len().ctx("journal length")?;
+            if len >= size && len % record::BLOCK as u64 == 0 {
+                self.storage.rename(&p, &target).ctx("recycle journal file")?;
+                Counters::add(&self.counters.journal_files_recycled, 1);
+                reused = true;
+                break;
+            }
+            self.storage.remove(&p).ctx("remove small journal file")?;
+        }
+        if !reused {
+            let tmp = self.dir.join(format!("{}.tmp", super::file_name(generation)));
+            let f = self.storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create journal file")?;
+            f.set_len(0).ctx("truncate new journal file")?;
+            let zeros = vec![0u8; 1 << 20];
+            let mut off = 0u64;
+            while off < size {
+                let n = (size - off).min(zeros.len() as u64) as usize;
+                f.write_all_at(&zeros[..n], off).ctx("preallocate journal file")?;
+                off += n as u64;
+            }
+            f.sync_all(SyncSite::JournalPrealloc).ctx("sync new journal file")?;
+            self.counters.synced(SyncSite::JournalPrealloc);
+            self.storage.rename(&tmp, &target).ctx("name journal file")?;
+            Counters::add(&self.counters.journal_files_created, 1);
+        }
+        self.storage.sync_dir(&self.dir, SyncSite::JournalDir).ctx("sync journal directory")?;
+        self.counters.synced(SyncSite::JournalDir);
+        let h = self.storage.open_journal(&target).ctx("open journal file")?;
+        self.io = Some(h.io);
+        let len = h.buffered.len().ctx("journal length")?;
+        let next = JFile { generation, direct: h.direct, buffered: h.buffered, len, end: 0, last_txid: self.last_txid };
+        if let Some(old) = self.cur.replace(next) {
+            self.live.push_back(old);
+        }
+        Ok(())
+    }
+
+    /// Retire the full files whose records are all `<= flushed_txid` (the header says so durably).
+    pub(crate) fn retire(&mut self, flushed_txid: u64) -> Result<()> {
+        while self.live.front().is_some_and(|f| f.last_txid <= flushed_txid) {
+            let f = self.live.pop_front().expect("checked");
+            let p = path(&self.dir, f.generation);
+            drop(f);
+            if self.recyclable.len() < self.files_kept {
+                self.recyclable.push((0, p));
+            } else {
+                self.storage.remove(&p).ctx("remove retired journal")?;
+            }
+        }
+        Ok(())
+    }
+}

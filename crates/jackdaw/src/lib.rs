@@ -1,0 +1,25 @@
+//! Jackdaw: an embedded, transactional, ordered key-value storage engine.
+//!
+//! Layers, bottom up (dependencies point one way):
+//! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) and
+//! `journal` (records, writer, recovery) ← `txn` (page table, allocator, snapshots, the write
+//! transaction, the flusher) ← `env` (open, recovery, close, stats, check).
+//! See docs/ARCHITECTURE.md for the write and read paths.
+#![deny(unsafe_code)]
+
+mod data;
+mod env;
+mod error;
+mod journal;
+mod options;
+mod stats;
+pub mod storage;
+mod txn;
+
+pub use data::file::META_PAGE;
+pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
+pub use env::Env;
+pub use error::{Error, Result};
+pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
+pub use stats::{CheckReport, CommitStats, ReaderInfo, Stats};
+pub use txn::{PageRef, ReadTxn, WriteTxn};

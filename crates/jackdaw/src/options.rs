@@ -1,0 +1,206 @@
+//! `Options`: how an environment is opened. Immutable once the environment is open.
+
+use crate::storage::{FsStorage, Storage};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// When a commit is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Durable when `commit` returns: the journal record is on the device (and so is every earlier
+    /// record, whatever its mode).
+    #[default]
+    Sync,
+    /// Written to the operating system at commit: survives a crash of the process, not a power
+    /// loss, until the next `Sync` commit or flush.
+    Buffered,
+    /// Kept in memory at commit: lost with the process unless a later `Sync` or `Buffered` commit,
+    /// a flush or `close` writes it out.
+    None,
+}
+
+/// Which free pages the allocator reuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FreeSpacePolicy {
+    /// Reuse freed pages (lowest page number first) before growing the file.
+    #[default]
+    Reuse,
+    /// Never reuse: always allocate at the end of the file. The control group of the free-space
+    /// benchmark ("What is your control group?").
+    AppendOnly,
+}
+
+/// Who runs the flusher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlusherMode {
+    /// A background thread, woken by commits past the threshold and by the idle interval.
+    #[default]
+    Background,
+    /// No thread: the flusher runs only when `Env::flush` is called (deterministic tests).
+    Manual,
+}
+
+/// A source of time, replaceable by tests.
+pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
+    /// Time since an arbitrary, fixed origin.
+    fn now(&self) -> Duration;
+}
+
+/// The real monotonic clock.
+#[derive(Debug)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock { origin: Instant::now() }
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// A clock that moves only when a test advances it.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    nanos: AtomicU64,
+}
+
+impl ManualClock {
+    pub fn advance(&self, d: Duration) {
+        self.nanos.fetch_add(d.as_nanos() as u64, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+}
+
+/// How to open an environment. Build with `Options::default()` and the setters.
+///
+/// Defaults:
+/// - `page_size`: 4096 bytes (a power of two from 4096 to 65536, fixed at creation and read back
+///   from the file afterwards);
+/// - `durability`: [`Durability::Sync`];
+/// - `flush_threshold_bytes`: 32 MiB of committed, unflushed page versions wake the flusher;
+/// - `flush_idle`: 1 s without a flush wakes the flusher if anything is unflushed;
+/// - `max_pinned_bytes`: 1 GiB of unflushed page versions; past it new write transactions fail with
+///   `Error::PinnedLimit` (after giving the flusher a chance), so a forgotten reader cannot exhaust
+///   memory;
+/// - `journal_file_bytes`: 16 MiB per journal file (rounded up to 64 KiB; a larger record gets a
+///   file of its own size);
+/// - `journal_files_kept`: 4 retired journal files kept for recycling;
+/// - `free_space`: [`FreeSpacePolicy::Reuse`];
+/// - `flusher`: [`FlusherMode::Background`];
+/// - `write_once_min_pages`: 64: a transaction with at least this many pages that no snapshot or
+///   recovery can need writes them straight to the data file (0 disables the path);
+/// - `flush_log`: off (when on, each flush prints one line to stderr);
+/// - `storage`: the real file system ([`FsStorage`]);
+/// - `clock`: the system's monotonic clock.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub(crate) page_size: u32,
+    pub(crate) durability: Durability,
+    pub(crate) flush_threshold_bytes: u64,
+    pub(crate) flush_idle: Duration,
+    pub(crate) max_pinned_bytes: u64,
+    pub(crate) journal_file_bytes: u64,
+    pub(crate) journal_files_kept: usize,
+    pub(crate) free_space: FreeSpacePolicy,
+    pub(crate) flusher: FlusherMode,
+    pub(crate) write_once_min_pages: usize,
+    pub(crate) flush_log: bool,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            page_size: 4096,
+            durability: Durability::Sync,
+            flush_threshold_bytes: 32 << 20,
+            flush_idle: Duration::from_secs(1),
+            max_pinned_bytes: 1 << 30,
+            journal_file_bytes: 16 << 20,
+            journal_files_kept: 4,
+            free_space: FreeSpacePolicy::Reuse,
+            flusher: FlusherMode::Background,
+            write_once_min_pages: 64,
+            flush_log: false,
+            storage: Arc::new(FsStorage),
+            clock: Arc::new(SystemClock::default()),
+        }
+    }
+}
+
+impl Options {
+    /// Page size of a new database (ignored when opening an existing one).
+    pub fn page_size(mut self, bytes: u32) -> Self {
+        self.page_size = bytes;
+        self
+    }
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+    pub fn flush_threshold_bytes(mut self, b: u64) -> Self {
+        self.flush_threshold_bytes = b;
+        self
+    }
+    pub fn flush_idle(mut self, d: Duration) -> Self {
+        self.flush_idle = d;
+        self
+    }
+    pub fn max_pinned_bytes(mut self, b: u64) -> Self {
+        self.max_pinned_bytes = b;
+        self
+    }
+    pub fn journal_file_bytes(mut self, b: u64) -> Self {
+        self.journal_file_bytes = b;
+        self
+    }
+    pub fn journal_files_kept(mut self, n: usize) -> Self {
+        self.journal_files_kept = n;
+        self
+    }
+    pub fn free_space(mut self, p: FreeSpacePolicy) -> Self {
+        self.free_space = p;
+        self
+    }
+    pub fn flusher(mut self, m: FlusherMode) -> Self {
+        self.flusher = m;
+        self
+    }
+    pub fn write_once_min_pages(mut self, n: usize) -> Self {
+        self.write_once_min_pages = n;
+        self
+    }
+    pub fn flush_log(mut self, on: bool) -> Self {
+        self.flush_log = on;
+        self
+    }
+    pub fn storage(mut self, s: Arc<dyn Storage>) -> Self {
+        self.storage = s;
+        self
+    }
+    pub fn clock(mut self, c: Arc<dyn Clock>) -> Self {
+        self.clock = c;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let ps = self.page_size;
+        if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
+            return Err(crate::Error::Invalid(format!("page size {ps} is not a power of two in 4096..=65536")));
+        }
+        Ok(())
+    }
+}

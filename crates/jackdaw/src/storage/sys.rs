@@ -1,0 +1,125 @@
+//! The crate's only `unsafe` code: the memory map, vectored positional writes, and the shared
+//! buffers of the in-memory backend. Each block states why it is sound.
+#![allow(unsafe_code)]
+
+use std::cell::UnsafeCell;
+use std::fs::File;
+use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
+
+/// A read-only shared mapping of the first `len` bytes of a file.
+pub(crate) struct FileMap {
+    map: Option<memmap2::Mmap>,
+}
+
+impl FileMap {
+    pub(crate) fn new(file: &File, len: u64) -> io::Result<FileMap> {
+        if len == 0 {
+            return Ok(FileMap { map: None });
+        }
+        let len = usize::try_from(len).map_err(|_| io::Error::other("mapping too large"))?;
+        // SAFETY: the mapping is read-only and shared. The engine never truncates the data file
+        // while it is mapped, checks every access against `len` (which the caller took from the
+        // file's real length), and writes pages with `pwrite` only when no reader can be reading
+        // them (the flusher writes a page only when every live snapshot is served the same bytes,
+        // see txn/flusher.rs). A file shortened by another program behind our back can still raise
+        // SIGBUS; that is outside what a process can prevent with `mmap`.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
+        Ok(FileMap { map: Some(map) })
+    }
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+/// `pwritev` of all slices at `offset`, looping over short writes.
+pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) -> io::Result<()> {
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    let mut done = 0usize;
+    // Positions in `bufs` after `done` bytes.
+    while done < total {
+        let mut skip = done;
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+        for b in bufs {
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            let s = &b[skip..];
+            skip = 0;
+            iov.push(libc::iovec { iov_base: s.as_ptr() as *mut libc::c_void, iov_len: s.len() });
+            if iov.len() == 1024 {
+                break;
+            }
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| io::Error::other("offset too large"))?;
+        // SAFETY: every iovec points into a live borrowed slice of `bufs` for the duration of the
+        // call, and the kernel only reads from them; the fd is owned by `file`.
+        let n = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, off) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "pwritev wrote nothing"));
+        }
+        done += n as usize;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// `fallocate(0, 0, len)`: reserve blocks so that a full disk fails here.
+pub(crate) fn fallocate(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::other("length too large"))?;
+    loop {
+        // SAFETY: plain system call on an owned fd, no memory passed.
+        let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // File systems without fallocate: fall back to extending the size.
+            Some(libc::EOPNOTSUPP) => return file.set_len(len as u64),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// A fixed-size, zero-initialised heap buffer that several threads read and one writes, with the
+/// same contract as a shared file mapping: the engine never reads a range while it writes it.
+pub(crate) struct SharedChunk {
+    cell: Box<[UnsafeCell<u8>]>,
+}
+
+// SAFETY: access is coordinated by the engine as for an mmap (see the type's doc): writes to a
+// range never overlap reads of that range; the memory backend takes its own lock around writes.
+unsafe impl Sync for SharedChunk {}
+// SAFETY: owns plain bytes.
+unsafe impl Send for SharedChunk {}
+
+impl SharedChunk {
+    pub(crate) fn new(len: usize) -> SharedChunk {
+        let v: Vec<UnsafeCell<u8>> = (0..len).map(|_| UnsafeCell::new(0)).collect();
+        SharedChunk { cell: v.into_boxed_slice() }
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.cell.len()
+    }
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: UnsafeCell<u8> has the layout of u8; see the type's doc for the aliasing rule.
+        unsafe { std::slice::from_raw_parts(self.cell.as_ptr() as *const u8, self.cell.len()) }
+    }
+    /// Copy `src` in at `offset` (caller checks bounds; panics on a bad range are bugs).
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) {
+        let dst = &self.cell[offset..offset + src.len()];
+        // SAFETY: `dst` is in bounds; UnsafeCell permits writes through a shared reference; no
+        // reader reads this range concurrently (type doc).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), UnsafeCell::raw_get(dst.as_ptr()), src.len()) }
+    }
+}

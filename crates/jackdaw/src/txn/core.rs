@@ -1,0 +1,125 @@
+//! The state shared by an environment's transactions, flusher and handles.
+
+use super::alloc::AllocSummary;
+use super::page_table::PageTable;
+use crate::data::{DataFile, Header};
+use crate::journal::{Journal, JournalPos};
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::storage::LockGuard;
+use crate::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the flusher needs to know about one committed transaction.
+pub(crate) struct TxRecord {
+    pub txid: u64,
+    pub pages: Vec<u64>,
+    pub bytes: u64,
+    pub next_page: u64,
+    /// Journal position just after this transaction's record.
+    pub journal_end: JournalPos,
+}
+
+/// The committed state readers and the writer start from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Committed {
+    pub txid: u64,
+    pub next_page: u64,
+}
+
+/// Live readers: slot -> (snapshot txid, start time).
+#[derive(Default)]
+pub(crate) struct Readers {
+    pub slots: Vec<Option<(u64, Duration)>>,
+    free: Vec<usize>,
+}
+
+impl Readers {
+    pub(crate) fn add(&mut self, txid: u64, now: Duration) -> usize {
+        if let Some(i) = self.free.pop() {
+            self.slots[i] = Some((txid, now));
+            i
+        } else {
+            self.slots.push(Some((txid, now)));
+            self.slots.len() - 1
+        }
+    }
+    pub(crate) fn remove(&mut self, i: usize) {
+        self.slots[i] = None;
+        self.free.push(i);
+    }
+    pub(crate) fn oldest(&self) -> Option<u64> {
+        self.slots.iter().flatten().map(|(t, _)| *t).min()
+    }
+}
+
+/// Flusher control (under `Core::flusher_ctl`).
+#[derive(Default)]
+pub(crate) struct FlusherCtl {
+    pub requested: bool,
+    pub stop: bool,
+    /// Flushes completed, so `flush()` callers can wait for the next one.
+    pub runs: u64,
+    pub last_error: Option<Error>,
+}
+
+pub(crate) struct Core {
+    pub opts: Options,
+    pub page_size: usize,
+    pub db_id: u64,
+    pub dir: PathBuf,
+    pub journal_dir: PathBuf,
+    pub data: DataFile,
+    pub journal: Mutex<Journal>,
+    pub table: PageTable,
+    pub committed: Mutex<Committed>,
+    pub txlog: Mutex<VecDeque<TxRecord>>,
+    pub readers: Mutex<Readers>,
+    /// The single-writer lock.
+    pub writer: Arc<Mutex<()>>,
+    pub alloc: Mutex<AllocSummary>,
+    /// Held by a flush from start to end; guards the last written header.
+    pub flush_state: Mutex<Header>,
+    pub flusher_ctl: Mutex<FlusherCtl>,
+    pub flusher_cv: Condvar,
+    pub counters: Arc<Counters>,
+    pub poisoned: Mutex<Option<String>>,
+    pub closed: AtomicBool,
+    pub _lock: Box<dyn LockGuard>,
+}
+
+impl Core {
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(m) = self.poisoned.lock().as_ref() {
+            return Err(Error::Poisoned(m.clone()));
+        }
+        Ok(())
+    }
+
+    /// Refuse writes from now on: an fsync or write failed and the state on disk is unknown.
+    pub(crate) fn poison(&self, e: &Error) {
+        let mut p = self.poisoned.lock();
+        if p.is_none() {
+            *p = Some(e.to_string());
+        }
+    }
+
+    pub(crate) fn committed(&self) -> Committed {
+        *self.committed.lock()
+    }
+
+    /// Wake the background flusher.
+    pub(crate) fn wake_flusher(&self) {
+        let mut c = self.flusher_ctl.lock();
+        c.requested = true;
+        self.flusher_cv.notify_all();
+    }
+}

@@ -1,0 +1,159 @@
+//! The flusher: moves committed page versions from the page table into the data file.
+//!
+//! One flush, under `Core::flush_state` (never under the writer's lock):
+//! 1. `T` = the last committed transaction, or the oldest live snapshot if older (taken under the
+//!    readers lock, which snapshots also take when they begin).
+//! 2. Write-ahead rule: make the journal durable through `T` (writes out `None`/`Buffered`
+//!    records and syncs them).
+//! 3. For every page changed by a transaction in `(flushed, T]`, `pwrite` its newest version
+//!    `<= T`. No snapshot reads those bytes from the data file: each one either finds a version in
+//!    the page table or wants exactly the version being written.
+//! 4. `fdatasync` the data file (writers and readers carry on meanwhile).
+//! 5. Write the next header slot (flushed = `T`, the journal position after `T`) and sync it.
+//! 6. Retire page-table versions `<= T` of those pages, the transaction log entries, and the
+//!    journal files that hold only records `<= T`.
+
+use super::core::Core;
+use crate::data::Header;
+use crate::stats::Counters;
+use crate::storage::SyncSite;
+use crate::{Error, Result};
+use std::collections::BTreeSet;
+use std::io::IoSlice;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What one flush did.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FlushOutcome {
+    pub flushed_txid: u64,
+    pub pages: usize,
+}
+
+/// Run one flush now, on the caller's thread.
+pub(crate) fn flush_once(core: &Arc<Core>) -> Result<FlushOutcome> {
+    let r = flush_inner(core);
+    if let Err(e) = &r {
+        if !matches!(e, Error::Corrupted { .. }) {
+            core.poison(e);
+        }
+    }
+    r
+}
+
+fn flush_inner(core: &Arc<Core>) -> Result<FlushOutcome> {
+    let mut header = core.flush_state.lock();
+    if let Some(m) = core.poisoned.lock().as_ref() {
+        return Err(Error::Poisoned(m.clone()));
+    }
+    let t0 = Instant::now();
+    let target = {
+        let r = core.readers.lock();
+        let last = core.committed().txid;
+        r.oldest().map_or(last, |o| o.min(last))
+    };
+    if target <= header.flushed_txid {
+        return Ok(FlushOutcome { flushed_txid: header.flushed_txid, pages: 0 });
+    }
+    core.journal.lock().make_durable(target)?;
+    // Pages changed in (flushed, target], and where the log stands after target.
+    let (pages, last) = {
+        let log = core.txlog.lock();
+        let mut pages = BTreeSet::new();
+        let mut last = None;
+        for t in log.iter().take_while(|t| t.txid <= target) {
+            pages.extend(t.pages.iter().copied());
+            last = Some((t.next_page, t.journal_end));
+        }
+        (pages, last)
+    };
+    let Some((next_page, journal_end)) = last else {
+        return Err(Error::corrupted(None, format!("flusher: no log entries up to transaction {target}")));
+    };
+    let pages: Vec<u64> = pages.into_iter().collect();
+    let mut kinds = [0u64; 8];
+    let mut bytes = 0u64;
+    // Coalesce runs of consecutive pages into one vectored write.
+    let mut i = 0;
+    while i < pages.len() {
+        let mut bufs = Vec::new();
+        let mut j = i;
+        while j < pages.len() && (j == i || pages[j] == pages[j - 1] + 1) && bufs.len() < 256 {
+            let b = core.table.get(pages[j], target).ok_or_else(|| {
+                Error::corrupted(Some(pages[j]), "flusher: page version missing from the page table")
+            })?;
+            kinds[(b[24] as usize).min(7)] += 1;
+            bufs.push(b);
+            j += 1;
+        }
+        let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+        core.data.write_pages(pages[i], &slices)?;
+        bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
+        i = j;
+    }
+    core.data.sync(SyncSite::DataFlush)?;
+    core.counters.synced(SyncSite::DataFlush);
+    let next = Header {
+        revision: header.revision + 1,
+        flushed_txid: target,
+        next_page,
+        journal_gen: journal_end.generation,
+        journal_offset: journal_end.offset,
+        ..*header
+    };
+    core.data.write_header(&next)?;
+    core.counters.synced(SyncSite::Header);
+    *header = next;
+    core.table.retire(&pages, target);
+    core.txlog.lock().retain(|t| t.txid > target);
+    core.journal.lock().retire(target)?;
+    Counters::add(&core.counters.flushes, 1);
+    Counters::add(&core.counters.flushed_pages, pages.len() as u64);
+    if core.opts.flush_log {
+        eprintln!(
+            "jackdaw flush: txid {target}, {} pages, {bytes} bytes, {:.1} ms; by kind: meta {} freemap {} branch {} leaf {} overflow {} raw {}",
+            pages.len(),
+            t0.elapsed().as_secs_f64() * 1e3,
+            kinds[1],
+            kinds[2],
+            kinds[3],
+            kinds[4],
+            kinds[5],
+            kinds[6]
+        );
+    }
+    Ok(FlushOutcome { flushed_txid: target, pages: pages.len() })
+}
+
+/// The background thread: flushes when unflushed versions pass the threshold, when asked, and
+/// after the idle interval if anything is unflushed. Exits on `stop`.
+pub(crate) fn run(core: Arc<Core>) {
+    let mut last_flush = core.opts.clock.now();
+    loop {
+        let requested = {
+            let mut c = core.flusher_ctl.lock();
+            if !c.requested && !c.stop {
+                core.flusher_cv.wait_for(&mut c, core.opts.flush_idle.min(std::time::Duration::from_millis(250)));
+            }
+            if c.stop {
+                return;
+            }
+            std::mem::take(&mut c.requested)
+        };
+        let now = core.opts.clock.now();
+        let due = requested
+            || core.table.bytes() >= core.opts.flush_threshold_bytes
+            || (core.table.pages() > 0 && now.saturating_sub(last_flush) >= core.opts.flush_idle);
+        if !due {
+            continue;
+        }
+        let r = flush_once(&core);
+        last_flush = core.opts.clock.now();
+        let mut c = core.flusher_ctl.lock();
+        c.runs += 1;
+        if let Err(e) = r {
+            c.last_error = Some(e);
+        }
+        core.flusher_cv.notify_all();
+    }
+}

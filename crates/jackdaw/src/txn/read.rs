@@ -1,0 +1,102 @@
+//! Read snapshots.
+//!
+//! A snapshot captures the last committed transaction id while holding the readers lock, which the
+//! flusher also takes to compute how far it may write: so no page version the snapshot needs can
+//! be written over in the data file while it lives. After that it reads without locks: the page
+//! table when it holds a version `<= txid`, else the mapped data file.
+
+use super::core::Core;
+use super::page_table::PageBuf;
+use crate::data::MapState;
+use crate::{Error, Result};
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A page as seen by a transaction: borrowed (from the map or the writer's own copy), or an
+/// image held in memory by the page table.
+pub enum PageRef<'a> {
+    Borrowed(&'a [u8]),
+    Held(PageBuf),
+}
+
+impl Deref for PageRef<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            PageRef::Borrowed(b) => b,
+            PageRef::Held(b) => b,
+        }
+    }
+}
+
+impl AsRef<[u8]> for PageRef<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+/// What a snapshot sees: used by readers and by the writer for its base state.
+pub(crate) struct View {
+    pub txid: u64,
+    pub next_page: u64,
+    pub map: Arc<MapState>,
+}
+
+impl View {
+    pub(crate) fn page<'a>(&'a self, core: &Core, pgno: u64) -> Result<PageRef<'a>> {
+        if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
+            return Err(Error::corrupted(Some(pgno), format!("page number outside [2, {}) of transaction {}", self.next_page, self.txid)));
+        }
+        if let Some(b) = core.table.get(pgno, self.txid) {
+            return Ok(PageRef::Held(b));
+        }
+        Ok(PageRef::Borrowed(self.map.page(pgno)?))
+    }
+}
+
+pub(crate) struct Snapshot {
+    pub(crate) core: Arc<Core>,
+    pub(crate) view: View,
+    slot: usize,
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        self.core.readers.lock().remove(self.slot);
+    }
+}
+
+/// A read transaction: an owned, `Send` snapshot of the last committed state. It sees exactly the
+/// transactions committed before it began, whatever the writer and the flusher do meanwhile.
+#[derive(Clone)]
+pub struct ReadTxn {
+    pub(crate) snap: Arc<Snapshot>,
+}
+
+impl ReadTxn {
+    pub(crate) fn begin(core: &Arc<Core>) -> Result<ReadTxn> {
+        let now = core.opts.clock.now();
+        let (c, slot) = {
+            let mut r = core.readers.lock();
+            let c = core.committed();
+            (c, r.add(c.txid, now))
+        };
+        let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
+        Ok(ReadTxn { snap: Arc::new(Snapshot { core: core.clone(), view, slot }) })
+    }
+
+    /// The id of the last transaction this snapshot sees.
+    pub fn txid(&self) -> u64 {
+        self.snap.view.txid
+    }
+
+    /// The page high-water mark of the snapshot.
+    pub fn next_page(&self) -> u64 {
+        self.snap.view.next_page
+    }
+
+    /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
+    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        self.snap.view.page(&self.snap.core, pgno)
+    }
+}

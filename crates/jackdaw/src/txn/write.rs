@@ -1,0 +1,260 @@
+//! The write transaction: one at a time; pages are copied into private memory under their own
+//! numbers, allocated from the free-space map first, and committed as one journal record.
+//!
+//! Invariants:
+//! 1. The writer's base is the last committed state; nothing else commits while it lives.
+//! 2. Every dirty page is a full page image under its own number; `fresh` pages did not exist in
+//!    the base state (they are journaled as a diff against zeros).
+//! 3. Abort (or drop) discards dirty pages and the local free counts: the committed allocator
+//!    state is only replaced at commit.
+
+use super::alloc::{first_set_bit, AllocSummary, Geometry};
+use super::core::{Core, TxRecord};
+use super::flusher;
+use super::page_table::{PageBuf, PgnoMap};
+use super::read::{PageRef, View};
+use crate::data::file::FIRST_FREE_PAGE;
+use crate::data::page::{self, PageKind};
+use crate::journal::record::PayloadBuilder;
+use crate::options::{Durability, FreeSpacePolicy};
+use crate::stats::{CommitStats, Counters};
+use crate::{Error, Result};
+use parking_lot::lock_api::ArcMutexGuard;
+use parking_lot::RawMutex;
+use std::sync::Arc;
+
+struct Dirty {
+    buf: Vec<u8>,
+    fresh: bool,
+}
+
+/// The single write transaction. Dropping it without `commit` aborts it.
+pub struct WriteTxn {
+    core: Arc<Core>,
+    _guard: ArcMutexGuard<RawMutex, ()>,
+    base: View,
+    next_page: u64,
+    dirty: PgnoMap<Dirty>,
+    free: Vec<u64>,
+    geom: Geometry,
+    durability: Durability,
+}
+
+impl WriteTxn {
+    pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
+        core.check_writable()?;
+        let cap = core.opts.max_pinned_bytes;
+        if core.table.bytes() > cap {
+            flusher::flush_once(core)?;
+            let pinned = core.table.bytes();
+            if pinned > cap {
+                return Err(Error::PinnedLimit { pinned_bytes: pinned, cap_bytes: cap });
+            }
+        }
+        let guard = if wait {
+            core.writer.lock_arc()
+        } else {
+            core.writer.try_lock_arc().ok_or(Error::Busy("another write transaction is active"))?
+        };
+        core.check_writable()?;
+        let c = core.committed();
+        let free = core.alloc.lock().free.clone();
+        Ok(WriteTxn {
+            core: core.clone(),
+            _guard: guard,
+            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
+            next_page: c.next_page,
+            dirty: PgnoMap::default(),
+            free,
+            geom: Geometry::new(core.page_size),
+            durability: core.opts.durability,
+        })
+    }
+
+    /// The id this transaction will have when it commits.
+    pub fn txid(&self) -> u64 {
+        self.base.txid + 1
+    }
+
+    /// Override the environment's durability for this commit.
+    pub fn set_durability(&mut self, d: Durability) {
+        self.durability = d;
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.core.page_size
+    }
+
+    /// The page high-water mark as this transaction leaves it.
+    pub fn next_page(&self) -> u64 {
+        self.next_page
+    }
+
+    /// Page `pgno` as this transaction sees it (its own changes included).
+    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        if let Some(d) = self.dirty.get(&pgno) {
+            return Ok(PageRef::Borrowed(&d.buf));
+        }
+        self.base.page(&self.core, pgno)
+    }
+
+    /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
+    /// header, which commit stamps; callers own the rest.
+    pub fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+        if !self.dirty.contains_key(&pgno) {
+            if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
+                return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
+            }
+            let buf = self.base.page(&self.core, pgno)?.to_vec();
+            self.dirty.insert(pgno, Dirty { buf, fresh: false });
+        }
+        Ok(&mut self.dirty.get_mut(&pgno).expect("inserted above").buf)
+    }
+
+    /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
+    /// one at the end of the file.
+    pub fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
+        let pgno = match self.core.opts.free_space {
+            FreeSpacePolicy::Reuse => match self.take_free()? {
+                Some(p) => p,
+                None => self.append()?,
+            },
+            FreeSpacePolicy::AppendOnly => self.append()?,
+        };
+        let mut buf = vec![0u8; self.core.page_size];
+        page::init(&mut buf, pgno, kind);
+        self.dirty.insert(pgno, Dirty { buf, fresh: true });
+        Ok(pgno)
+    }
+
+    fn take_free(&mut self) -> Result<Option<u64>> {
+        let g = self.geom;
+        for k in 0..self.free.len() as u64 {
+            if self.free[k as usize] == 0 {
+                continue;
+            }
+            let limit = (self.next_page - k * g.section).min(g.section);
+            let bp = g.bitmap_page(k);
+            let bm = self.page_mut(bp)?;
+            let Some(i) = first_set_bit(bm, limit) else {
+                return Err(Error::corrupted(Some(bp), format!("free-space section {k} counts free pages but its bitmap has none")));
+            };
+            let pgno = k * g.section + i;
+            let (byte, mask) = g.bit(pgno);
+            bm[byte] &= !mask;
+            self.free[k as usize] -= 1;
+            return Ok(Some(pgno));
+        }
+        Ok(None)
+    }
+
+    fn append(&mut self) -> Result<u64> {
+        let g = self.geom;
+        if self.next_page >= g.section && self.next_page % g.section == 0 {
+            // First page of a new section: its bitmap page.
+            let bp = self.next_page;
+            let mut buf = vec![0u8; self.core.page_size];
+            page::init(&mut buf, bp, PageKind::FreeMap);
+            self.dirty.insert(bp, Dirty { buf, fresh: true });
+            self.free.push(0);
+            self.next_page += 1;
+        }
+        let p = self.next_page;
+        self.next_page = self.next_page.checked_add(1).ok_or_else(|| Error::Invalid("page numbers exhausted".into()))?;
+        Ok(p)
+    }
+
+    /// Return page `pgno` to the free-space map. Its contents stay readable by older snapshots.
+    pub fn free_page(&mut self, pgno: u64) -> Result<()> {
+        let g = self.geom;
+        if pgno < FIRST_FREE_PAGE || pgno >= self.next_page || g.is_bitmap_page(pgno) {
+            return Err(Error::Invalid(format!("page {pgno} cannot be freed")));
+        }
+        let k = g.section_of(pgno);
+        let (byte, mask) = g.bit(pgno);
+        let bm = self.page_mut(g.bitmap_page(k))?;
+        if bm[byte] & mask != 0 {
+            return Err(Error::Invalid(format!("page {pgno} is already free")));
+        }
+        bm[byte] |= mask;
+        self.free[k as usize] += 1;
+        self.dirty.remove(&pgno);
+        Ok(())
+    }
+
+    /// Discard everything this transaction did.
+    pub fn abort(self) {}
+
+    /// Commit: one journal record (durable on return in `Sync` mode), then publish the pages to
+    /// new snapshots.
+    pub fn commit(mut self) -> Result<CommitStats> {
+        let core = self.core.clone();
+        let t0 = std::time::Instant::now();
+        core.check_writable()?;
+        if self.dirty.is_empty() {
+            if self.durability == Durability::Sync {
+                let r = core.journal.lock().make_durable(self.base.txid);
+                r.inspect_err(|e| core.poison(e))?;
+            }
+            return Ok(CommitStats { time: t0.elapsed(), ..Default::default() });
+        }
+        let txid = self.base.txid + 1;
+        let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
+        pgnos.sort_unstable();
+        for p in &pgnos {
+            let d = self.dirty.get_mut(p).expect("key");
+            page::seal(&mut d.buf, *p, txid);
+        }
+        // Growth is durable before the record that needs it; a full disk fails here, harmlessly.
+        core.data.ensure_pages(self.next_page)?;
+        let mut payload = PayloadBuilder::default();
+        for p in &pgnos {
+            let d = &self.dirty[p];
+            if d.fresh {
+                payload.add_page(*p, &d.buf, None);
+            } else {
+                let old = self.base.page(&core, *p)?;
+                payload.add_page(*p, &d.buf, Some(&old));
+            }
+        }
+        let appended = {
+            let mut j = core.journal.lock();
+            if j.failed() {
+                return Err(Error::Poisoned("an earlier journal write failed".into()));
+            }
+            j.append(txid, self.next_page, &payload, self.durability)
+        }
+        .inspect_err(|e| core.poison(e))?;
+        let ps = core.page_size as u64;
+        let versions: Vec<(u64, PageBuf)> =
+            pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
+        let n = versions.len();
+        core.table.publish(txid, versions);
+        core.txlog.lock().push_back(TxRecord {
+            txid,
+            pages: pgnos,
+            bytes: n as u64 * ps,
+            next_page: self.next_page,
+            journal_end: appended.end,
+        });
+        *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
+        {
+            let mut c = core.committed.lock();
+            c.txid = txid;
+            c.next_page = self.next_page;
+        }
+        Counters::add(&core.counters.commits, 1);
+        if core.table.bytes() >= core.opts.flush_threshold_bytes {
+            core.wake_flusher();
+        }
+        Ok(CommitStats {
+            txid,
+            pages: n,
+            written_once_pages: 0,
+            journal_bytes_full: payload.full_bytes,
+            journal_bytes_raw: appended.raw_len,
+            journal_bytes_written: appended.written_len,
+            time: t0.elapsed(),
+        })
+    }
+}

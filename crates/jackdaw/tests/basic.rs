@@ -1,0 +1,212 @@
+mod common;
+use common::*;
+use jackdaw::{Durability, Env, Error, FlusherMode, Options};
+
+#[test]
+fn commit_read_reopen() {
+    let dir = tmpdir("basic");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let pages: Vec<u64> = (0..10).map(|i| alloc(&mut tx, i)).collect();
+    let st = tx.commit().unwrap();
+    assert_eq!(st.txid, 1);
+    assert_eq!(st.pages, 10, "appended pages need no bitmap change");
+    let r = env.read().unwrap();
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(read_value(&r, *p), i as u64);
+    }
+    drop(r);
+    check_pages(&env, pages.clone());
+    let s = env.stats();
+    assert_eq!(s.journal_io, "O_DIRECT|O_DSYNC", "tests run on the real disk: {s:?}");
+    assert_eq!(s.journal_direct_writes, 1);
+    env.close().unwrap();
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    assert_eq!(r.txid(), 1);
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(read_value(&r, *p), i as u64);
+    }
+    drop(r);
+    check_pages(&env, pages);
+}
+
+#[test]
+fn abort_discards_pages_and_allocations() {
+    let dir = tmpdir("abort");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 1);
+    tx.commit().unwrap();
+    let before = env.stats();
+    let mut tx = env.write().unwrap();
+    fill(&mut tx, a, 99);
+    let b = alloc(&mut tx, 2);
+    tx.free_page(a).unwrap();
+    tx.abort();
+    let mut tx = env.write().unwrap();
+    // The same page number comes back: the aborted allocation left no trace.
+    let b2 = alloc(&mut tx, 3);
+    assert_eq!(b, b2);
+    drop(tx);
+    let after = env.stats();
+    assert_eq!(before.next_page, after.next_page);
+    assert_eq!(before.free_pages, after.free_pages);
+    assert_eq!(read_value(&env.read().unwrap(), a), 1);
+    check_pages(&env, [a]);
+}
+
+#[test]
+fn second_open_is_locked() {
+    let dir = tmpdir("locked");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked)));
+    drop(env);
+    Env::open(&dir, test_opts()).unwrap();
+}
+
+#[test]
+fn try_write_is_busy_while_writing() {
+    let dir = tmpdir("busy");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let tx = env.write().unwrap();
+    assert!(matches!(env.try_write(), Err(Error::Busy(_))));
+    drop(tx);
+    env.try_write().unwrap();
+}
+
+#[test]
+fn closed_env_refuses_transactions_but_snapshots_read_on() {
+    let dir = tmpdir("closed");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 5);
+    tx.commit().unwrap();
+    let r = env.read().unwrap();
+    let env2 = env.clone();
+    env.close().unwrap();
+    assert!(matches!(env2.write(), Err(Error::Closed)));
+    assert!(matches!(env2.read(), Err(Error::Closed)));
+    assert_eq!(read_value(&r, a), 5);
+}
+
+#[test]
+fn snapshot_sees_its_version_across_commits_and_flushes() {
+    let dir = tmpdir("snap");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 0);
+    tx.commit().unwrap();
+    let old = env.read().unwrap();
+    for i in 1..=50 {
+        let mut tx = env.write().unwrap();
+        fill(&mut tx, a, i);
+        tx.commit().unwrap();
+        if i % 7 == 0 {
+            env.flush().unwrap();
+        }
+        assert_eq!(read_value(&old, a), 0);
+    }
+    let s = env.stats();
+    assert_eq!(s.oldest_reader_txid, Some(1));
+    assert!(s.readers[0].pinned_bytes > 0);
+    // Readers from another thread.
+    let t = std::thread::spawn(move || read_value(&old, a));
+    assert_eq!(t.join().unwrap(), 0);
+    env.flush().unwrap();
+    assert_eq!(env.stats().scratch_bytes, 0, "everything flushed once the reader is gone");
+    assert_eq!(read_value(&env.read().unwrap(), a), 50);
+    check_pages(&env, [a]);
+}
+
+#[test]
+fn freed_pages_are_reused_and_old_readers_keep_old_content() {
+    let dir = tmpdir("reuse");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 7);
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    let r = env.read().unwrap();
+    let mut tx = env.write().unwrap();
+    tx.free_page(a).unwrap();
+    tx.commit().unwrap();
+    let mut tx = env.write().unwrap();
+    let b = alloc(&mut tx, 8);
+    assert_eq!(a, b, "the freed page is reused by the next transaction");
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    assert_eq!(read_value(&r, a), 7);
+    drop(r);
+    env.flush().unwrap();
+    assert_eq!(read_value(&env.read().unwrap(), a), 8);
+    check_pages(&env, [b]);
+}
+
+#[test]
+fn durability_modes_and_overrides() {
+    let dir = tmpdir("modes");
+    let env = Env::open(&dir, test_opts().durability(Durability::None).flusher(FlusherMode::Manual)).unwrap();
+    let mut pages = Vec::new();
+    for (i, d) in [Durability::None, Durability::Buffered, Durability::None, Durability::Sync].into_iter().enumerate() {
+        let mut tx = env.write().unwrap();
+        tx.set_durability(d);
+        pages.push(alloc(&mut tx, i as u64));
+        tx.commit().unwrap();
+    }
+    let s = env.stats();
+    assert_eq!(s.last_committed_txid, 4);
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(read_value(&r, *p), i as u64);
+    }
+    drop(r);
+    check_pages(&env, pages);
+}
+
+#[test]
+fn many_commits_rotate_and_recycle_journal_files() {
+    let dir = tmpdir("rotate");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let pages: Vec<u64> = (0..40).map(|i| alloc(&mut tx, i)).collect();
+    tx.commit().unwrap();
+    for round in 0..200u64 {
+        let mut tx = env.write().unwrap();
+        for (i, p) in pages.iter().enumerate() {
+            if (i as u64 + round) % 3 == 0 {
+                // Random-looking content defeats diffs and compression.
+                let p2 = tx.page_mut(*p).unwrap();
+                for (j, b) in p2[jackdaw::PAGE_HEADER..].iter_mut().enumerate() {
+                    *b = ((j as u64 * 2654435761 + round * 97 + i as u64) >> 7) as u8;
+                }
+            }
+        }
+        tx.commit().unwrap();
+        if round % 50 == 49 {
+            env.flush().unwrap();
+        }
+    }
+    let s = env.stats();
+    assert!(s.journal_files_created >= 2, "{s:?}");
+    assert!(s.journal_files_recycled >= 1, "{s:?}");
+    check_pages(&env, pages.clone());
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    check_pages(&env, pages);
+}
+
+#[test]
+fn options_are_validated() {
+    let dir = tmpdir("opts");
+    assert!(matches!(Env::open(&dir, Options::default().page_size(1000)), Err(Error::Invalid(_))));
+    let env = Env::open(&dir, test_opts().page_size(16384)).unwrap();
+    assert_eq!(env.stats().page_size, 16384);
+    drop(env);
+    // The page size of an existing database comes from its header.
+    let env = Env::open(&dir, test_opts().page_size(4096)).unwrap();
+    assert_eq!(env.stats().page_size, 16384);
+}

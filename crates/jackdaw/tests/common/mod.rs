@@ -1,0 +1,49 @@
+#![allow(dead_code)]
+use jackdaw::{Env, Options, PageKind, ReadTxn, WriteTxn, PAGE_HEADER};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A fresh directory on the project's own disk (target/tmp), never a tmpfs.
+pub fn tmpdir(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Small journal files so tests rotate and recycle them.
+pub fn test_opts() -> Options {
+    Options::default().journal_file_bytes(256 << 10)
+}
+
+/// Write a raw page: `value` repeated as u64s after the header.
+pub fn fill(tx: &mut WriteTxn, pgno: u64, value: u64) {
+    let p = tx.page_mut(pgno).unwrap();
+    for c in p[PAGE_HEADER..].chunks_mut(8) {
+        c.copy_from_slice(&value.to_le_bytes());
+    }
+}
+
+/// Allocate a raw page holding `value`.
+pub fn alloc(tx: &mut WriteTxn, value: u64) -> u64 {
+    let p = tx.alloc_page(PageKind::Raw).unwrap();
+    fill(tx, p, value);
+    p
+}
+
+pub fn value_of(page: &[u8]) -> u64 {
+    let v = u64::from_le_bytes(page[PAGE_HEADER..PAGE_HEADER + 8].try_into().unwrap());
+    assert!(page[PAGE_HEADER..].chunks(8).all(|c| c == v.to_le_bytes()), "torn page");
+    v
+}
+
+pub fn read_value(r: &ReadTxn, pgno: u64) -> u64 {
+    value_of(&r.page(pgno).unwrap())
+}
+
+/// Check with the given set of live pages as the reachable set.
+pub fn check_pages(env: &Env, live: impl IntoIterator<Item = u64>) {
+    let live: Vec<u64> = live.into_iter().collect();
+    env.check_with(move |_| Ok(live)).unwrap();
+}
