@@ -1,7 +1,7 @@
 //! The journal record codec: one record per committed transaction.
 //!
 //! ```text
-//! record = header (64 B) | payload (stored_len B) | zero padding to a 4 KiB multiple
+//! record = header (80 B) | payload (stored_len B) | zero padding to a 4 KiB multiple
 //!
 //! header
 //! offset size field
@@ -15,7 +15,10 @@
 //!     44    4 flags       bit 0: payload is LZ4 (block format)
 //!     48    4 stored_len  payload bytes as stored
 //!     52    4 raw_len     payload bytes after decompression
-//!     56    8 checksum    xxh3-64 of header bytes [0, 56) followed by the stored payload
+//!     56    8 synced_through  every record up to this transaction was durable when this one
+//!                         was written (recovery tells a lost unsynced record from a missing one)
+//!     64    8 reserved    zero
+//!     72    8 checksum    xxh3-64 of header bytes [0, 72) followed by the stored payload
 //!
 //! payload (after decompression): page_count entries, each
 //!      0    8 pgno
@@ -32,7 +35,8 @@
 use crate::{Error, Result};
 
 pub(crate) const MAGIC: &[u8; 8] = b"JKDWJRNL";
-pub(crate) const HEADER_LEN: usize = 64;
+pub(crate) const HEADER_LEN: usize = 80;
+const CHECKSUM_AT: usize = 72;
 /// Records start and end on this boundary (the `O_DIRECT` unit).
 pub(crate) const BLOCK: usize = 4096;
 pub(crate) const ENTRY_HEADER: usize = 16;
@@ -56,6 +60,7 @@ pub(crate) struct RecordHeader {
     pub flags: u32,
     pub stored_len: u32,
     pub raw_len: u32,
+    pub synced_through: u64,
     pub checksum: u64,
 }
 
@@ -84,6 +89,7 @@ impl RecordHeader {
         b[44..48].copy_from_slice(&self.flags.to_le_bytes());
         b[48..52].copy_from_slice(&self.stored_len.to_le_bytes());
         b[52..56].copy_from_slice(&self.raw_len.to_le_bytes());
+        b[56..64].copy_from_slice(&self.synced_through.to_le_bytes());
         b
     }
     /// Parse a header; `None` unless the magic matches.
@@ -100,12 +106,13 @@ impl RecordHeader {
             flags: le32(b, 44),
             stored_len: le32(b, 48),
             raw_len: le32(b, 52),
-            checksum: le64(b, 56),
+            synced_through: le64(b, 56),
+            checksum: le64(b, CHECKSUM_AT),
         })
     }
     fn compute_checksum(&self, payload: &[u8]) -> u64 {
         let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&self.encode_prefix()[..56]);
+        h.update(&self.encode_prefix()[..CHECKSUM_AT]);
         h.update(payload);
         h.digest()
     }
@@ -253,6 +260,7 @@ pub(crate) fn encode(
     generation: u64,
     db_id: u64,
     next_page: u64,
+    synced_through: u64,
     payload: &PayloadBuilder,
 ) -> Result<RecordHeader> {
     let raw = &payload.buf;
@@ -278,13 +286,14 @@ pub(crate) fn encode(
         flags,
         stored_len: stored.len() as u32,
         raw_len,
+        synced_through,
         checksum: 0,
     };
     h.checksum = h.compute_checksum(stored);
     out.reset(h.record_len() as usize);
     let buf = out.as_mut_slice();
     buf[..HEADER_LEN].copy_from_slice(&h.encode_prefix());
-    buf[56..64].copy_from_slice(&h.checksum.to_le_bytes());
+    buf[CHECKSUM_AT..HEADER_LEN].copy_from_slice(&h.checksum.to_le_bytes());
     buf[HEADER_LEN..HEADER_LEN + stored.len()].copy_from_slice(stored);
     Ok(h)
 }
@@ -390,7 +399,7 @@ mod tests {
     fn roundtrip(p: &PayloadBuilder) -> (RecordHeader, Vec<u8>) {
         let mut out = AlignedBuf::default();
         let mut scratch = Vec::new();
-        let h = encode(&mut out, &mut scratch, 5, 2, 99, 1000, p).unwrap();
+        let h = encode(&mut out, &mut scratch, 5, 2, 99, 1000, 4, p).unwrap();
         assert_eq!(out.as_slice().len() % BLOCK, 0);
         assert_eq!(out.as_slice().as_ptr() as usize % BLOCK, 0);
         let h2 = RecordHeader::decode(out.as_slice()).unwrap();
@@ -462,7 +471,7 @@ mod tests {
         p.add_page(9, &page(5, ps), None);
         let mut out = AlignedBuf::default();
         let mut s = Vec::new();
-        let h = encode(&mut out, &mut s, 1, 1, 1, 10, &p).unwrap();
+        let h = encode(&mut out, &mut s, 1, 1, 1, 10, 0, &p).unwrap();
         let bytes = out.as_slice().to_vec();
         // Wrong generation or database: not a live record.
         assert!(verify_and_decode(&h, &bytes, 2, 1).is_none());

@@ -5,8 +5,11 @@
 //! `flushed_txid + 1` and continues while each next record verifies (magic, generation, database
 //! id, checksum) and carries the next transaction id. A record that does not fit in a file is at
 //! offset 0 of the next generation. The first position that holds no such record is the end of the
-//! log (a torn tail). A record that verifies but carries an unexpected id, or a verifying record of
-//! a later transaction anywhere after the end, means records went missing: `Corrupted`.
+//! log (a torn tail). A record that verifies but carries an unexpected id at the expected place, or
+//! a verifying record after the end whose `synced_through` says the first missing transaction was
+//! already durable when it was written, means durable records went missing: `Corrupted`. (A later
+//! record with a lower `synced_through` was written without a sync barrier, as `Buffered`/`None`
+//! records are, and may legitimately outlive an earlier one in a power loss: it is ignored.)
 
 use super::record::{self, RecordHeader, BLOCK};
 use super::{parse_name, JournalPos};
@@ -130,7 +133,7 @@ pub(crate) fn scan(
         while off + BLOCK as u64 <= len {
             let p = JournalPos { generation: g, offset: off };
             if let Some((h, _)) = files.record_at(p, header.db_id)? {
-                if h.txid >= expected {
+                if h.txid >= expected && h.synced_through >= expected {
                     return Err(Error::corrupted(
                         None,
                         format!(

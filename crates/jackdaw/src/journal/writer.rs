@@ -147,13 +147,13 @@ impl Journal {
         debug_assert_eq!(txid, self.last_txid + 1);
         // Encode once with the current generation; re-encode if rotation changes it.
         let mut generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-        let mut h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, payload)?;
+        let mut h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, self.durable_txid, payload)?;
         let len = h.record_len();
         let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
         if !fits {
             self.rotate(len)?;
             generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-            h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, payload)?;
+            h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, self.durable_txid, payload)?;
         }
         let cur = self.cur.as_mut().expect("rotate sets cur");
         let offset = cur.end;

@@ -21,6 +21,9 @@ use crate::stats::{CommitStats, Counters};
 use crate::{Error, Result};
 use parking_lot::lock_api::ArcMutexGuard;
 use parking_lot::RawMutex;
+use crate::storage::SyncSite;
+use std::collections::HashSet;
+use std::io::IoSlice;
 use std::sync::Arc;
 
 struct Dirty {
@@ -182,6 +185,40 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Pages written once (DESIGN.md §2.11): in a `Sync` commit, pages appended by this
+    /// transaction past the committed high-water mark are needed by no snapshot (none can reach
+    /// them) and by no recovery (no earlier record names them). When there are at least
+    /// `write_once_min_pages` of them they go straight to the data file, synced before the journal
+    /// record, which then carries only their checksums. Returns the set written.
+    fn write_once(&self, pgnos: &[u64]) -> Result<HashSet<u64>> {
+        let core = &self.core;
+        let min = core.opts.write_once_min_pages;
+        let mut once = HashSet::new();
+        if min == 0 || self.durability != Durability::Sync {
+            return Ok(once);
+        }
+        let eligible: Vec<u64> =
+            pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect();
+        if eligible.len() < min {
+            return Ok(once);
+        }
+        let mut i = 0;
+        while i < eligible.len() {
+            let mut j = i + 1;
+            while j < eligible.len() && eligible[j] == eligible[j - 1] + 1 && j - i < 1024 {
+                j += 1;
+            }
+            let slices: Vec<IoSlice<'_>> = eligible[i..j].iter().map(|p| IoSlice::new(&self.dirty[p].buf)).collect();
+            core.data.write_pages(eligible[i], &slices).inspect_err(|e| core.poison(e))?;
+            i = j;
+        }
+        core.data.sync(SyncSite::DataWriteOnce).inspect_err(|e| core.poison(e))?;
+        core.counters.synced(SyncSite::DataWriteOnce);
+        Counters::add(&core.counters.written_once_pages, eligible.len() as u64);
+        once.extend(eligible);
+        Ok(once)
+    }
+
     /// Discard everything this transaction did.
     pub fn abort(self) {}
 
@@ -207,10 +244,13 @@ impl WriteTxn {
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly.
         core.data.ensure_pages(self.next_page)?;
+        let once = self.write_once(&pgnos)?;
         let mut payload = PayloadBuilder::default();
         for p in &pgnos {
             let d = &self.dirty[p];
-            if d.fresh {
+            if once.contains(p) {
+                payload.add_written_once(*p, page::stored_checksum(&d.buf));
+            } else if d.fresh {
                 payload.add_page(*p, &d.buf, None);
             } else {
                 let old = self.base.page(&core, *p)?;
@@ -226,6 +266,8 @@ impl WriteTxn {
         }
         .inspect_err(|e| core.poison(e))?;
         let ps = core.page_size as u64;
+        let total = pgnos.len();
+        pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
             pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
         let n = versions.len();
@@ -249,8 +291,8 @@ impl WriteTxn {
         }
         Ok(CommitStats {
             txid,
-            pages: n,
-            written_once_pages: 0,
+            pages: total,
+            written_once_pages: once.len(),
             journal_bytes_full: payload.full_bytes,
             journal_bytes_raw: appended.raw_len,
             journal_bytes_written: appended.written_len,
