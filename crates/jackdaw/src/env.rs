@@ -10,7 +10,8 @@ use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
 use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
 use crate::txn::alloc::{any_set_from, count_set_bits, AllocSummary, Geometry};
 use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
-use crate::txn::{flusher, page_table::PageTable, ReadTxn, WriteTxn};
+use crate::api::{ReadTxn, WriteTxn};
+use crate::txn::{flusher, page_table::PageTable};
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashSet, VecDeque};
@@ -83,7 +84,7 @@ impl Env {
         if self.core().closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        ReadTxn::begin(self.core())
+        Ok(ReadTxn::begin(self.core()))
     }
 
     /// Move every committed page version that no snapshot still needs into the data file, sync it
@@ -92,7 +93,7 @@ impl Env {
         if self.core().closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        flusher::flush_once(self.core()).map(|_| ())
+        flusher::flush_once(self.core())
     }
 
     /// Flush, sync and stop the flusher. Afterwards new transactions on any clone fail with
@@ -111,18 +112,27 @@ impl Env {
         stats(self.core())
     }
 
-    /// Verify the whole database; `Err(Corrupted)` lists every problem found.
+    /// Verify the whole database: header slots, every page in use (checksum, number, kind), the
+    /// free-space map, every tree (order, fences, kinds, counts, overflow chains), reachability
+    /// (no page reachable twice; reachable and free pages together are all pages) and the journal
+    /// chain. `Ok` only when sound; otherwise `Err(Corrupted)` listing every problem found.
     pub fn check(&self) -> Result<CheckReport> {
-        check(self.core(), None::<fn(&ReadTxn) -> Result<Vec<u64>>>)
+        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| crate::api::catalog::reachable(&*rtx.snap, problems))
     }
 
-    /// `check()`, plus reachability: `reachable` returns every page the layer above uses (the meta
-    /// page excluded); each must be in use, none twice, and every page in use must be among them.
+    /// `check()` for databases written through raw page access: `reachable` returns every page the
+    /// caller uses (the meta page excluded) instead of the tree walk.
     pub fn check_with<F>(&self, reachable: F) -> Result<CheckReport>
     where
         F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
     {
-        check(self.core(), Some(reachable))
+        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("walking reachable pages: {e}"));
+                Vec::new()
+            }
+        })
     }
 }
 
@@ -328,14 +338,14 @@ fn stats(core: &Arc<Core>) -> Stats {
     }
 }
 
-fn check<F>(core: &Arc<Core>, reachable: Option<F>) -> Result<CheckReport>
+fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
 where
-    F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
+    F: FnOnce(&ReadTxn, &mut Vec<String>) -> Vec<u64>,
 {
     // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
     let _w = core.writer.lock();
     let header = *core.flush_state.lock();
-    let rtx = ReadTxn::begin(core)?;
+    let rtx = ReadTxn::begin(core);
     let g = Geometry::new(core.page_size);
     let mut problems: Vec<String> = Vec::new();
     let mut report = CheckReport::default();
@@ -404,10 +414,11 @@ where
             Err(e) => problems.push(e.to_string()),
         }
     }
-    // 4. Reachability, when the layer above says what it uses.
-    if let Some(f) = reachable {
-        match f(&rtx) {
-            Ok(pages) => {
+    // 4. Reachability: what the trees (or the caller) use.
+    {
+        let pages = reachable(&rtx, &mut problems);
+        {
+            {
                 report.reachable_pages = pages.len() as u64;
                 let mut seen = HashSet::new();
                 for p in pages {
@@ -425,7 +436,6 @@ where
                     }
                 }
             }
-            Err(e) => problems.push(format!("walking reachable pages: {e}")),
         }
     }
     // 5. The journal chain after the header.

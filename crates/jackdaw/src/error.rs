@@ -46,6 +46,15 @@ pub enum Error {
     /// transactions are refused until they end.
     #[error("readers pin {pinned_bytes} bytes of page versions, over the cap of {cap_bytes}; end long-lived read transactions")]
     PinnedLimit { pinned_bytes: u64, cap_bytes: u64 },
+    /// The tree does not exist (or no longer does: a handle to a deleted tree).
+    #[error("no such tree: {0}")]
+    NoSuchTree(String),
+    /// A tree of the other kind (a multi-value call on a plain tree, or the reverse).
+    #[error("tree {0} is of the other kind (plain vs multi-value)")]
+    WrongTreeKind(String),
+    /// A tree of that name exists already (rename target).
+    #[error("a tree named {0} exists already")]
+    TreeExists(String),
     /// An argument out of range (an option, a page number past the end, ...).
     #[error("invalid argument: {0}")]
     Invalid(String),

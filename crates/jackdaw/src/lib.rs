@@ -3,10 +3,13 @@
 //! Layers, bottom up (dependencies point one way):
 //! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) and
 //! `journal` (records, writer, recovery) ← `txn` (page table, allocator, snapshots, the write
-//! transaction, the flusher) ← `env` (open, recovery, close, stats, check).
+//! transaction, the flusher) ← `tree` (B+tree pages, search, split, merge, cursors, overflow)
+//! ← `api` (tree handles, read/write transactions, iterators) and `env` (open, recovery, close,
+//! stats, check).
 //! See docs/ARCHITECTURE.md for the write and read paths.
 #![deny(unsafe_code)]
 
+mod api;
 mod data;
 mod env;
 mod error;
@@ -14,6 +17,7 @@ mod journal;
 mod options;
 mod stats;
 pub mod storage;
+mod tree;
 mod txn;
 
 pub use data::file::META_PAGE;
@@ -22,4 +26,7 @@ pub use env::Env;
 pub use error::{Error, Result};
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
 pub use stats::{CheckReport, CommitStats, ReaderInfo, Stats};
-pub use txn::{PageRef, ReadTxn, WriteTxn};
+pub use api::{Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, WriteRange, WriteTxn};
+pub use tree::node::max_key_size;
+pub use tree::overflow::MAX_VALUE_SIZE;
+pub use txn::PageRef;

@@ -185,7 +185,7 @@ impl DataFile {
     /// Decode both slots (a file too short for a slot yields `Foreign` for it).
     pub(crate) fn read_headers(file: &dyn StorageFile) -> Result<Header> {
         let len = file.len().ctx("data file length")?;
-        let mut slot = |off: u64| -> Result<Result<Header, super::header::SlotError>> {
+        let slot = |off: u64| -> Result<Result<Header, super::header::SlotError>> {
             if len < off + SLOT_WRITE as u64 {
                 return Ok(Err(super::header::SlotError::Foreign));
             }

@@ -84,11 +84,6 @@ pub(crate) fn init(page: &mut [u8], pgno: u64, kind: PageKind) {
     page[OFF_KIND] = kind as u8;
 }
 
-/// Set the kind byte of a page being written.
-pub(crate) fn set_kind(page: &mut [u8], kind: PageKind) {
-    page[OFF_KIND] = kind as u8;
-}
-
 /// Stamp the page number and transaction id and compute the checksum (at commit).
 pub(crate) fn seal(page: &mut [u8], pgno: u64, txid: u64) {
     page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
@@ -150,3 +145,4 @@ mod tests {
         assert!(verify(&r, 7).is_err());
     }
 }
+

@@ -94,7 +94,7 @@ impl RecordHeader {
     }
     /// Parse a header; `None` unless the magic matches.
     pub(crate) fn decode(b: &[u8]) -> Option<RecordHeader> {
-        if b.len() < HEADER_LEN || &b[0..8] != MAGIC {
+        if b.len() < HEADER_LEN || &b[0..8] != MAGIC || b[64..72] != [0u8; 8] {
             return None;
         }
         Some(RecordHeader {
@@ -159,12 +159,6 @@ pub(crate) struct PayloadBuilder {
 const MERGE_GAP: usize = 16;
 
 impl PayloadBuilder {
-    pub(crate) fn clear(&mut self) {
-        self.buf.clear();
-        self.count = 0;
-        self.full_bytes = 0;
-    }
-
     fn entry_header(&mut self, pgno: u64, kind: EntryKind, data_len: usize) {
         self.buf.extend_from_slice(&pgno.to_le_bytes());
         self.buf.extend_from_slice(&[kind as u8, 0, 0, 0]);

@@ -44,7 +44,6 @@ pub(crate) struct ScanEnd {
     pub last_txid: u64,
     pub next_page: u64,
     pub records: u64,
-    pub end: JournalPos,
 }
 
 struct Files<'a> {
@@ -147,7 +146,7 @@ pub(crate) fn scan(
             off += BLOCK as u64;
         }
     }
-    Ok(ScanEnd { last_txid: expected - 1, next_page, records, end: pos })
+    Ok(ScanEnd { last_txid: expected - 1, next_page, records })
 }
 
 /// Replay every record after the header into the data file (not synced: the caller syncs and

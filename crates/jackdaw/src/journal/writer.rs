@@ -122,11 +122,6 @@ impl Journal {
         (n + self.recyclable.len(), b)
     }
 
-    /// Where the next record goes if it fits in the current file.
-    pub(crate) fn tail(&self) -> Option<JournalPos> {
-        self.cur.as_ref().map(|f| JournalPos { generation: f.generation, offset: f.end })
-    }
-
     /// Append transaction `txid`'s record. On error the journal must not be used again (the
     /// caller poisons the environment).
     pub(crate) fn append(

@@ -23,15 +23,8 @@ use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What one flush did.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct FlushOutcome {
-    pub flushed_txid: u64,
-    pub pages: usize,
-}
-
 /// Run one flush now, on the caller's thread.
-pub(crate) fn flush_once(core: &Arc<Core>) -> Result<FlushOutcome> {
+pub(crate) fn flush_once(core: &Arc<Core>) -> Result<()> {
     let r = flush_inner(core);
     if let Err(e) = &r {
         if !matches!(e, Error::Corrupted { .. }) {
@@ -41,7 +34,7 @@ pub(crate) fn flush_once(core: &Arc<Core>) -> Result<FlushOutcome> {
     r
 }
 
-fn flush_inner(core: &Arc<Core>) -> Result<FlushOutcome> {
+fn flush_inner(core: &Arc<Core>) -> Result<()> {
     let mut header = core.flush_state.lock();
     if let Some(m) = core.poisoned.lock().as_ref() {
         return Err(Error::Poisoned(m.clone()));
@@ -53,7 +46,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<FlushOutcome> {
         r.oldest().map_or(last, |o| o.min(last))
     };
     if target <= header.flushed_txid {
-        return Ok(FlushOutcome { flushed_txid: header.flushed_txid, pages: 0 });
+        return Ok(());
     }
     core.journal.lock().make_durable(target)?;
     // Pages changed in (flushed, target], and where the log stands after target.
@@ -122,7 +115,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<FlushOutcome> {
             kinds[6]
         );
     }
-    Ok(FlushOutcome { flushed_txid: target, pages: pages.len() })
+    Ok(())
 }
 
 /// The background thread: flushes when unflushed versions pass the threshold, when asked, and

@@ -18,5 +18,6 @@ pub(crate) mod page_table;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use read::{PageRef, ReadTxn};
-pub use write::WriteTxn;
+pub use read::PageRef;
+pub(crate) use read::Snapshot;
+pub(crate) use write::PageTxn;

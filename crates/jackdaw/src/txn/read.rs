@@ -66,15 +66,9 @@ impl Drop for Snapshot {
     }
 }
 
-/// A read transaction: an owned, `Send` snapshot of the last committed state. It sees exactly the
-/// transactions committed before it began, whatever the writer and the flusher do meanwhile.
-#[derive(Clone)]
-pub struct ReadTxn {
-    pub(crate) snap: Arc<Snapshot>,
-}
-
-impl ReadTxn {
-    pub(crate) fn begin(core: &Arc<Core>) -> Result<ReadTxn> {
+impl Snapshot {
+    /// Capture the last committed state (see the module doc for why under the readers lock).
+    pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
         let now = core.opts.clock.now();
         let (c, slot) = {
             let mut r = core.readers.lock();
@@ -82,21 +76,21 @@ impl ReadTxn {
             (c, r.add(c.txid, now))
         };
         let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
-        Ok(ReadTxn { snap: Arc::new(Snapshot { core: core.clone(), view, slot }) })
+        Arc::new(Snapshot { core: core.clone(), view, slot })
     }
 
     /// The id of the last transaction this snapshot sees.
-    pub fn txid(&self) -> u64 {
-        self.snap.view.txid
+    pub(crate) fn txid(&self) -> u64 {
+        self.view.txid
     }
 
     /// The page high-water mark of the snapshot.
-    pub fn next_page(&self) -> u64 {
-        self.snap.view.next_page
+    pub(crate) fn next_page(&self) -> u64 {
+        self.view.next_page
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
-    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-        self.snap.view.page(&self.snap.core, pgno)
+    pub(crate) fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        self.view.page(&self.core, pgno)
     }
 }

@@ -31,8 +31,8 @@ struct Dirty {
     fresh: bool,
 }
 
-/// The single write transaction. Dropping it without `commit` aborts it.
-pub struct WriteTxn {
+/// The page level of the single write transaction. Dropping it without `commit` aborts it.
+pub(crate) struct PageTxn {
     core: Arc<Core>,
     _guard: ArcMutexGuard<RawMutex, ()>,
     base: View,
@@ -41,10 +41,12 @@ pub struct WriteTxn {
     free: Vec<u64>,
     geom: Geometry,
     durability: Durability,
+    /// Pages already written straight to the data file by `write_once` (number, checksum).
+    streamed: Vec<(u64, u64)>,
 }
 
-impl WriteTxn {
-    pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
+impl PageTxn {
+    pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<PageTxn> {
         core.check_writable()?;
         let cap = core.opts.max_pinned_bytes;
         if core.table.bytes() > cap {
@@ -62,7 +64,7 @@ impl WriteTxn {
         core.check_writable()?;
         let c = core.committed();
         let free = core.alloc.lock().free.clone();
-        Ok(WriteTxn {
+        Ok(PageTxn {
             core: core.clone(),
             _guard: guard,
             base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
@@ -71,30 +73,31 @@ impl WriteTxn {
             free,
             geom: Geometry::new(core.page_size),
             durability: core.opts.durability,
+            streamed: Vec::new(),
         })
     }
 
     /// The id this transaction will have when it commits.
-    pub fn txid(&self) -> u64 {
+    pub(crate) fn txid(&self) -> u64 {
         self.base.txid + 1
     }
 
     /// Override the environment's durability for this commit.
-    pub fn set_durability(&mut self, d: Durability) {
+    pub(crate) fn set_durability(&mut self, d: Durability) {
         self.durability = d;
     }
 
-    pub fn page_size(&self) -> usize {
+    pub(crate) fn page_size(&self) -> usize {
         self.core.page_size
     }
 
     /// The page high-water mark as this transaction leaves it.
-    pub fn next_page(&self) -> u64 {
+    pub(crate) fn next_page(&self) -> u64 {
         self.next_page
     }
 
     /// Page `pgno` as this transaction sees it (its own changes included).
-    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+    pub(crate) fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
         if let Some(d) = self.dirty.get(&pgno) {
             return Ok(PageRef::Borrowed(&d.buf));
         }
@@ -103,7 +106,7 @@ impl WriteTxn {
 
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
     /// header, which commit stamps; callers own the rest.
-    pub fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+    pub(crate) fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
         if !self.dirty.contains_key(&pgno) {
             if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
                 return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
@@ -116,7 +119,7 @@ impl WriteTxn {
 
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
     /// one at the end of the file.
-    pub fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
+    pub(crate) fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
         let pgno = match self.core.opts.free_space {
             FreeSpacePolicy::Reuse => match self.take_free()? {
                 Some(p) => p,
@@ -168,7 +171,7 @@ impl WriteTxn {
     }
 
     /// Return page `pgno` to the free-space map. Its contents stay readable by older snapshots.
-    pub fn free_page(&mut self, pgno: u64) -> Result<()> {
+    pub(crate) fn free_page(&mut self, pgno: u64) -> Result<()> {
         let g = self.geom;
         if pgno < FIRST_FREE_PAGE || pgno >= self.next_page || g.is_bitmap_page(pgno) {
             return Err(Error::Invalid(format!("page {pgno} cannot be freed")));
@@ -185,50 +188,69 @@ impl WriteTxn {
         Ok(())
     }
 
-    /// Pages written once (DESIGN.md §2.11): in a `Sync` commit, pages appended by this
-    /// transaction past the committed high-water mark are needed by no snapshot (none can reach
-    /// them) and by no recovery (no earlier record names them). When there are at least
-    /// `write_once_min_pages` of them they go straight to the data file, synced before the journal
-    /// record, which then carries only their checksums. Returns the set written.
-    fn write_once(&self, pgnos: &[u64]) -> Result<HashSet<u64>> {
+    /// Reserve a page at the end of the file for `write_once` (it must be written before commit).
+    pub(crate) fn reserve_page(&mut self) -> Result<u64> {
+        self.append()
+    }
+
+    /// Write a reserved page straight to the data file now (large values streamed in): sealed
+    /// with this transaction's id, synced at commit before the journal record, which carries only
+    /// its checksum. Nothing of it stays in memory.
+    pub(crate) fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
+        if pgno < self.base.next_page || pgno >= self.next_page || self.dirty.contains_key(&pgno) {
+            return Err(Error::Invalid(format!("page {pgno} was not reserved for writing once")));
+        }
+        let core = &self.core;
+        page::seal(buf, pgno, self.base.txid + 1);
+        core.data.ensure_pages(pgno + 1)?;
+        core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
+        self.streamed.push((pgno, page::stored_checksum(buf)));
+        Ok(())
+    }
+
+    /// Pages written once at commit (DESIGN.md §2.11): pages appended by this transaction past
+    /// the committed high-water mark are needed by no snapshot (none can reach them) and by no
+    /// recovery (no earlier record names them). When there are at least `write_once_min_pages` of
+    /// them they go straight to the data file, synced (with any streamed pages) before the
+    /// journal record, which then carries only their checksums. Returns the set written.
+    fn write_once_at_commit(&self, pgnos: &[u64]) -> Result<HashSet<u64>> {
         let core = &self.core;
         let min = core.opts.write_once_min_pages;
         let mut once = HashSet::new();
-        if min == 0 || self.durability != Durability::Sync {
-            return Ok(once);
-        }
-        let eligible: Vec<u64> =
-            pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect();
-        if eligible.len() < min {
-            return Ok(once);
-        }
-        let mut i = 0;
-        while i < eligible.len() {
-            let mut j = i + 1;
-            while j < eligible.len() && eligible[j] == eligible[j - 1] + 1 && j - i < 1024 {
-                j += 1;
+        let eligible: Vec<u64> = if min == 0 {
+            Vec::new()
+        } else {
+            pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect()
+        };
+        if eligible.len() >= min.max(1) {
+            let mut i = 0;
+            while i < eligible.len() {
+                let mut j = i + 1;
+                while j < eligible.len() && eligible[j] == eligible[j - 1] + 1 && j - i < 1024 {
+                    j += 1;
+                }
+                let slices: Vec<IoSlice<'_>> =
+                    eligible[i..j].iter().map(|p| IoSlice::new(&self.dirty[p].buf)).collect();
+                core.data.write_pages(eligible[i], &slices).inspect_err(|e| core.poison(e))?;
+                i = j;
             }
-            let slices: Vec<IoSlice<'_>> = eligible[i..j].iter().map(|p| IoSlice::new(&self.dirty[p].buf)).collect();
-            core.data.write_pages(eligible[i], &slices).inspect_err(|e| core.poison(e))?;
-            i = j;
+            once.extend(eligible);
         }
-        core.data.sync(SyncSite::DataWriteOnce).inspect_err(|e| core.poison(e))?;
-        core.counters.synced(SyncSite::DataWriteOnce);
-        Counters::add(&core.counters.written_once_pages, eligible.len() as u64);
-        once.extend(eligible);
+        if !once.is_empty() || !self.streamed.is_empty() {
+            core.data.sync(SyncSite::DataWriteOnce).inspect_err(|e| core.poison(e))?;
+            core.counters.synced(SyncSite::DataWriteOnce);
+            Counters::add(&core.counters.written_once_pages, (once.len() + self.streamed.len()) as u64);
+        }
         Ok(once)
     }
 
-    /// Discard everything this transaction did.
-    pub fn abort(self) {}
-
     /// Commit: one journal record (durable on return in `Sync` mode), then publish the pages to
     /// new snapshots.
-    pub fn commit(mut self) -> Result<CommitStats> {
+    pub(crate) fn commit(mut self) -> Result<CommitStats> {
         let core = self.core.clone();
         let t0 = std::time::Instant::now();
         core.check_writable()?;
-        if self.dirty.is_empty() {
+        if self.dirty.is_empty() && self.streamed.is_empty() {
             if self.durability == Durability::Sync {
                 let r = core.journal.lock().make_durable(self.base.txid);
                 r.inspect_err(|e| core.poison(e))?;
@@ -244,8 +266,11 @@ impl WriteTxn {
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly.
         core.data.ensure_pages(self.next_page)?;
-        let once = self.write_once(&pgnos)?;
+        let once = self.write_once_at_commit(&pgnos)?;
         let mut payload = PayloadBuilder::default();
+        for (p, sum) in &self.streamed {
+            payload.add_written_once(*p, *sum);
+        }
         for p in &pgnos {
             let d = &self.dirty[p];
             if once.contains(p) {
@@ -291,8 +316,8 @@ impl WriteTxn {
         }
         Ok(CommitStats {
             txid,
-            pages: total,
-            written_once_pages: once.len(),
+            pages: total + self.streamed.len(),
+            written_once_pages: once.len() + self.streamed.len(),
             journal_bytes_full: payload.full_bytes,
             journal_bytes_raw: appended.raw_len,
             journal_bytes_written: appended.written_len,

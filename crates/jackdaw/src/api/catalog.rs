@@ -1,0 +1,105 @@
+//! The root tree: tree names mapped to their descriptors, plus the meta page that holds the root
+//! tree's own descriptor.
+
+use super::Tree;
+use crate::tree::btree::{self, LeafCache};
+use crate::tree::cursor::Cursor;
+use crate::tree::node::Node;
+use crate::tree::{PageRead, TreeDesc, TreeKind};
+use crate::{Error, Result};
+use std::ops::Bound;
+
+/// Id of the root tree in leaf caches.
+pub(crate) const ROOT_ID: u64 = 0;
+
+pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::Invalid("a tree name cannot be empty".into()));
+    }
+    super::check_key(name.as_bytes(), page_size)
+}
+
+/// The descriptor stored under `name`.
+pub(crate) fn lookup<P: PageRead + ?Sized>(p: &P, root: &TreeDesc, cache: &mut LeafCache, name: &str, touched: &mut u64) -> Result<Option<TreeDesc>> {
+    match btree::get(p, root, cache, name.as_bytes(), touched)? {
+        Some(f) => {
+            let (_, v, _) = f.value()?;
+            Ok(Some(TreeDesc::decode(v)?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Every (name, descriptor) in name order.
+pub(crate) fn list<P: PageRead + ?Sized>(p: &P, root: &TreeDesc) -> Result<Vec<(String, TreeDesc)>> {
+    let mut out = Vec::new();
+    let mut c = Cursor::default();
+    c.seek(p, root, Bound::Unbounded)?;
+    while c.is_valid() {
+        let page = p.page(c.leaf())?;
+        let n = Node::new(&page);
+        let name = String::from_utf8_lossy(n.key(c.idx())?).into_owned();
+        let (_, v, _) = n.value(c.idx())?;
+        out.push((name, TreeDesc::decode(v)?));
+        drop(page);
+        c.next(p)?;
+    }
+    Ok(out)
+}
+
+/// Find the current descriptor of `tree` (by name first, then by identity after a rename).
+pub(crate) fn resolve<P: PageRead + ?Sized>(
+    p: &P,
+    root: &TreeDesc,
+    cache: &mut LeafCache,
+    tree: &Tree,
+    db_id: u64,
+    touched: &mut u64,
+) -> Result<(String, TreeDesc)> {
+    if tree.db_id != db_id {
+        return Err(Error::Invalid("tree handle of another environment".into()));
+    }
+    if let Some(d) = lookup(p, root, cache, &tree.name, touched)? {
+        if d.id == tree.id {
+            return Ok((tree.name.to_string(), d));
+        }
+    }
+    list(p, root)?
+        .into_iter()
+        .find(|(_, d)| d.id == tree.id)
+        .ok_or_else(|| Error::NoSuchTree(tree.name.to_string()))
+}
+
+pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {
+    Tree { id: d.id, db_id, name: name.into(), multi: d.kind() == TreeKind::Multi }
+}
+
+/// Walk the root tree and every named tree: the pages they reach (meta page excluded), with every
+/// structural problem pushed to `problems`.
+pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>) -> Vec<u64> {
+    let mut pages = Vec::new();
+    let meta = match p.page(crate::data::file::META_PAGE).and_then(|m| crate::tree::Meta::decode(&m)) {
+        Ok(m) => m,
+        Err(e) => {
+            problems.push(format!("meta page: {e}"));
+            return pages;
+        }
+    };
+    let mut named = Vec::new();
+    crate::tree::check::walk(p, "(root)", &meta.root, &mut pages, problems, |k, _, v| {
+        named.push((String::from_utf8_lossy(k).into_owned(), TreeDesc::decode(v)));
+    });
+    let mut ids = std::collections::HashSet::new();
+    for (name, d) in named {
+        match d {
+            Ok(d) => {
+                if d.id == 0 || d.id >= meta.next_tree_id || !ids.insert(d.id) {
+                    problems.push(format!("tree {name}: bad or duplicate id {}", d.id));
+                }
+                crate::tree::check::walk(p, &name, &d, &mut pages, problems, |_, _, _| {});
+            }
+            Err(e) => problems.push(format!("tree {name}: {e}")),
+        }
+    }
+    pages
+}

@@ -1,0 +1,159 @@
+//! The public API over trees: tree handles, read and write transactions, iterators, returned
+//! bytes.
+
+pub(crate) mod catalog;
+pub(crate) mod iter;
+pub(crate) mod read;
+pub(crate) mod write;
+
+pub use iter::{Cursor, Range, Source, WriteRange};
+pub use read::{ReadTxn, ValueReader};
+pub use write::WriteTxn;
+
+use crate::tree::node::max_key_size;
+use crate::tree::overflow::MAX_VALUE_SIZE;
+use crate::txn::page_table::PageBuf;
+use crate::txn::Snapshot;
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// A handle to a named tree, bound to the tree's identity (not its name): it survives renames,
+/// works in any later transaction of the same `Env` while the tree exists, and reads the tree
+/// in snapshots taken before a delete. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    pub(crate) id: u64,
+    pub(crate) db_id: u64,
+    pub(crate) name: Arc<str>,
+    pub(crate) multi: bool,
+}
+
+impl Tree {
+    /// The name the tree had when this handle was made.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Whether this is a multi-value tree.
+    pub fn is_multi(&self) -> bool {
+        self.multi
+    }
+}
+
+/// Statistics of one tree, from its descriptor (kept up to date, not recomputed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TreeStats {
+    pub entries: u64,
+    pub depth: u32,
+    pub branch_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
+}
+
+impl From<&crate::tree::TreeDesc> for TreeStats {
+    fn from(d: &crate::tree::TreeDesc) -> TreeStats {
+        TreeStats {
+            entries: d.entries,
+            depth: d.depth,
+            branch_pages: d.branch_pages,
+            leaf_pages: d.leaf_pages,
+            overflow_pages: d.overflow_pages,
+        }
+    }
+}
+
+/// Bytes returned by the engine: a key or a value. Zero-copy from the snapshot where possible
+/// (inline values in mapped or in-memory pages); owned for overflow values and for reads inside
+/// a write transaction. Holds what it points into alive, so it can outlive the transaction.
+pub struct Bytes(Repr);
+
+enum Repr {
+    Mapped { snap: Arc<Snapshot>, pgno: u64, start: u32, len: u32 },
+    Held { buf: PageBuf, start: u32, len: u32 },
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    pub(crate) fn owned(v: Vec<u8>) -> Bytes {
+        Bytes(Repr::Owned(v))
+    }
+    pub(crate) fn mapped(snap: &Arc<Snapshot>, pgno: u64, start: usize, len: usize) -> Bytes {
+        Bytes(Repr::Mapped { snap: snap.clone(), pgno, start: start as u32, len: len as u32 })
+    }
+    pub(crate) fn held(buf: &PageBuf, start: usize, len: usize) -> Bytes {
+        Bytes(Repr::Held { buf: buf.clone(), start: start as u32, len: len as u32 })
+    }
+    /// Copy out.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_ref().to_vec()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    #[inline]
+    fn as_ref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Mapped { snap, pgno, start, len } => snap
+                .view
+                .map
+                .raw(*pgno)
+                .ok()
+                .and_then(|p| p.get(*start as usize..(*start + *len) as usize))
+                .unwrap_or(&[]),
+            Repr::Held { buf, start, len } => &buf[*start as usize..(*start + *len) as usize],
+            Repr::Owned(v) => v,
+        }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_ref()
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = self.as_ref();
+        match std::str::from_utf8(b) {
+            Ok(s) if s.len() <= 64 => write!(f, "{s:?}"),
+            _ => write!(f, "<{} bytes>", b.len()),
+        }
+    }
+}
+
+impl PartialEq<[u8]> for Bytes {
+    fn eq(&self, o: &[u8]) -> bool {
+        self.as_ref() == o
+    }
+}
+impl PartialEq<&[u8]> for Bytes {
+    fn eq(&self, o: &&[u8]) -> bool {
+        self.as_ref() == *o
+    }
+}
+impl<const N: usize> PartialEq<&[u8; N]> for Bytes {
+    fn eq(&self, o: &&[u8; N]) -> bool {
+        self.as_ref() == o.as_slice()
+    }
+}
+
+pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
+    let max = max_key_size(page_size);
+    if key.len() > max {
+        return Err(Error::KeyTooLarge { len: key.len(), max });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_value_len(len: u64) -> Result<()> {
+    if len > MAX_VALUE_SIZE {
+        return Err(Error::ValueTooLarge { len, max: MAX_VALUE_SIZE });
+    }
+    Ok(())
+}
+
+/// Whether a value of `vlen` bytes stays inline beside `key`.
+pub(crate) fn inline(key: &[u8], vlen: u64, page_size: usize) -> bool {
+    crate::tree::node::leaf_entry_size(key, 0) as u64 + vlen <= crate::tree::node::max_entry(page_size) as u64
+}

@@ -1,0 +1,212 @@
+//! Read transactions over trees.
+
+use super::catalog::{self, ROOT_ID};
+use super::iter::{owned_bounds, prefix_bounds, Cursor, Range, SnapSource};
+use super::{Bytes, Tree, TreeStats};
+use crate::data::file::META_PAGE;
+use crate::tree::btree::{self, LeafCache};
+use crate::tree::node::FLAG_OVERFLOW;
+use crate::tree::{overflow, Meta, TreeDesc, TreeKind};
+use crate::txn::core::Core;
+use crate::txn::{PageRef, Snapshot};
+use crate::{Error, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+struct ReadState {
+    cache: LeafCache,
+    root: Option<TreeDesc>,
+    trees: HashMap<u64, TreeDesc>,
+    touched: u64,
+}
+
+/// A read transaction: an owned snapshot (`Send`, `'static`) of the last committed state. It
+/// sees exactly the transactions committed before it began, whatever the writer and the flusher
+/// do meanwhile, and never blocks them.
+pub struct ReadTxn {
+    pub(crate) snap: Arc<Snapshot>,
+    state: RefCell<ReadState>,
+}
+
+impl ReadTxn {
+    pub(crate) fn begin(core: &Arc<Core>) -> ReadTxn {
+        ReadTxn::from_snapshot(Snapshot::begin(core))
+    }
+
+    pub(crate) fn from_snapshot(snap: Arc<Snapshot>) -> ReadTxn {
+        ReadTxn { snap, state: RefCell::new(ReadState { cache: LeafCache::new(8), root: None, trees: HashMap::new(), touched: 0 }) }
+    }
+
+    /// The id of the last transaction this snapshot sees.
+    pub fn txid(&self) -> u64 {
+        self.snap.txid()
+    }
+
+    /// The page high-water mark of the snapshot.
+    pub fn next_page(&self) -> u64 {
+        self.snap.next_page()
+    }
+
+    /// Raw page access (tools and tests): page `pgno` as of this snapshot.
+    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        self.snap.page(pgno)
+    }
+
+    /// Pages read by tree operations of this transaction so far (cache hits skip the descent).
+    pub fn pages_touched(&self) -> u64 {
+        self.state.borrow().touched
+    }
+
+    fn db_id(&self) -> u64 {
+        self.snap.core.db_id
+    }
+
+    fn root(&self) -> Result<TreeDesc> {
+        let mut st = self.state.borrow_mut();
+        if let Some(r) = st.root {
+            return Ok(r);
+        }
+        let r = Meta::decode(&self.snap.page(META_PAGE)?)?.root;
+        st.root = Some(r);
+        Ok(r)
+    }
+
+    pub(crate) fn desc(&self, tree: &Tree) -> Result<TreeDesc> {
+        if let Some(d) = self.state.borrow().trees.get(&tree.id) {
+            return Ok(*d);
+        }
+        let root = self.root()?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let (_, d) = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
+        st.trees.insert(tree.id, d);
+        Ok(d)
+    }
+
+    fn plain(&self, tree: &Tree) -> Result<TreeDesc> {
+        let d = self.desc(tree)?;
+        if d.kind() != TreeKind::Plain {
+            return Err(Error::WrongTreeKind(tree.name.to_string()));
+        }
+        Ok(d)
+    }
+
+    /// The tree named `name`, if it exists in this snapshot.
+    pub fn open_tree(&self, name: &str) -> Result<Option<Tree>> {
+        let root = self.root()?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let _ = ROOT_ID;
+        Ok(catalog::lookup(&*self.snap, &root, &mut st.cache, name, &mut st.touched)?.map(|d| catalog::handle(name, &d, self.db_id())))
+    }
+
+    /// Names of all trees, in order.
+    pub fn list_trees(&self) -> Result<Vec<String>> {
+        Ok(catalog::list(&*self.snap, &self.root()?)?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// Statistics of `tree`.
+    pub fn tree_stats(&self, tree: &Tree) -> Result<TreeStats> {
+        Ok(TreeStats::from(&self.desc(tree)?))
+    }
+
+    /// The value of `key`, if present (zero-copy for inline values).
+    pub fn get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let desc = self.plain(tree)?;
+        let key = key.as_ref();
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key, &mut st.touched)? else { return Ok(None) };
+        let (flags, v, start) = f.value()?;
+        if flags == FLAG_OVERFLOW {
+            let (len, first) = overflow::decode_ref(v)?;
+            return Ok(Some(Bytes::owned(overflow::read(&*self.snap, first, len)?)));
+        }
+        let src = SnapSource(self.snap.clone());
+        let pgno = crate::data::page::page_no(&f.page);
+        Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
+    }
+
+    /// A streaming reader over the value of `key` (no full copy in memory).
+    pub fn get_reader(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<ValueReader>> {
+        let desc = self.plain(tree)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else { return Ok(None) };
+        let (flags, v, _) = f.value()?;
+        Ok(Some(if flags == FLAG_OVERFLOW {
+            let (len, first) = overflow::decode_ref(v)?;
+            ValueReader { snap: self.snap.clone(), inline: Vec::new(), pos: 0, next: first, left: len, buf: Vec::new() }
+        } else {
+            ValueReader { snap: self.snap.clone(), inline: v.to_vec(), pos: 0, next: 0, left: 0, buf: Vec::new() }
+        }))
+    }
+
+    /// Entries with keys in `range`, in order (double-ended).
+    pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(&self, tree: &Tree, range: R) -> Result<Range> {
+        let desc = self.plain(tree)?;
+        let (lo, hi) = owned_bounds(&range);
+        Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
+    }
+
+    /// Entries whose keys start with `prefix`, in order (double-ended).
+    pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<Range> {
+        let desc = self.plain(tree)?;
+        let (lo, hi) = prefix_bounds(prefix.as_ref());
+        Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
+    }
+
+    /// A cursor over `tree`.
+    pub fn cursor(&self, tree: &Tree) -> Result<Cursor<SnapSource>> {
+        Ok(Cursor::new(SnapSource(self.snap.clone()), self.plain(tree)?))
+    }
+}
+
+/// Streams a value out of a snapshot, one overflow page at a time.
+pub struct ValueReader {
+    snap: Arc<Snapshot>,
+    inline: Vec<u8>,
+    pos: usize,
+    next: u64,
+    left: u64,
+    buf: Vec<u8>,
+}
+
+impl ValueReader {
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> u64 {
+        (self.inline.len() - self.pos) as u64 + self.left
+    }
+}
+
+impl std::io::Read for ValueReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < self.inline.len() {
+            let n = out.len().min(self.inline.len() - self.pos);
+            out[..n].copy_from_slice(&self.inline[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if self.left == 0 {
+            return Ok(0);
+        }
+        if self.next == 0 {
+            return Err(std::io::Error::other(Error::corrupted(None, "overflow chain ends early")));
+        }
+        let page = self.snap.page(self.next).map_err(std::io::Error::other)?;
+        let (next, len) = overflow::link(&page, self.next).map_err(std::io::Error::other)?;
+        if len as u64 > self.left || len == 0 {
+            return Err(std::io::Error::other(Error::corrupted(Some(self.next), "overflow chain longer than its value")));
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(&page[overflow::DATA_AT..overflow::DATA_AT + len]);
+        drop(page);
+        std::mem::swap(&mut self.inline, &mut self.buf);
+        self.pos = 0;
+        self.left -= len as u64;
+        self.next = next;
+        self.read(out)
+    }
+}

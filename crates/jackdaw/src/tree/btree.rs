@@ -1,0 +1,526 @@
+//! B+tree search, insert (with splits) and delete (with merges), and the leaf cache.
+//!
+//! Split policy: an insert past the last entry of the rightmost leaf (or branch) starts a new
+//! page holding only the new entry, so sequential inserts leave full pages behind; any other
+//! split divides the entries by bytes. Merge policy: after a delete, a page using less than a
+//! quarter of its space merges with a sibling when both fit in one page; a root branch with one
+//! child collapses; an empty root leaf empties the tree.
+
+use super::node::{self, Node, FLAG_OVERFLOW};
+use super::overflow;
+use super::{PageRead, PageWrite, TreeDesc};
+use crate::data::page::{self, PageKind};
+use crate::txn::PageRef;
+use crate::{Error, Result};
+
+/// Branch pages from the root down to a leaf: (page, child index taken).
+pub(crate) type Path = Vec<(u64, usize)>;
+
+/// The key range a leaf covers, from the separators above it.
+#[derive(Default, Clone)]
+pub(crate) struct Fences {
+    pub low: Vec<u8>,
+    pub low_inf: bool,
+    pub high: Vec<u8>,
+    pub high_inf: bool,
+}
+
+impl Fences {
+    fn reset(&mut self) {
+        self.low.clear();
+        self.high.clear();
+        self.low_inf = true;
+        self.high_inf = true;
+    }
+    #[inline]
+    fn contains(&self, key: &[u8]) -> bool {
+        (self.low_inf || self.low.as_slice() <= key) && (self.high_inf || key < self.high.as_slice())
+    }
+}
+
+struct CacheSlot {
+    tree: u64,
+    pgno: u64,
+    fences: Fences,
+}
+
+/// Recently found leaves with their key ranges: a lookup inside a cached range skips the descent.
+pub(crate) struct LeafCache {
+    slots: Vec<CacheSlot>,
+    cap: usize,
+    next: usize,
+}
+
+impl LeafCache {
+    pub(crate) fn new(cap: usize) -> LeafCache {
+        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0 }
+    }
+    #[inline]
+    pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
+        self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)).map(|s| s.pgno)
+    }
+    /// Buffers for the next insertion (reused, so a warm cache does not allocate).
+    fn take_fences(&mut self) -> Fences {
+        let mut f = if self.slots.len() < self.cap {
+            Fences::default()
+        } else {
+            std::mem::take(&mut self.slots[self.next].fences)
+        };
+        f.reset();
+        f
+    }
+    fn insert(&mut self, tree: u64, pgno: u64, fences: Fences) {
+        let s = CacheSlot { tree, pgno, fences };
+        if self.slots.len() < self.cap {
+            self.slots.push(s);
+        } else {
+            self.slots[self.next] = s;
+            self.next = (self.next + 1) % self.cap;
+        }
+    }
+    pub(crate) fn clear_tree(&mut self, tree: u64) {
+        self.slots.retain(|s| s.tree != tree);
+        self.next = 0;
+    }
+}
+
+fn check_kind(page: &[u8], pgno: u64, level: u32) -> Result<()> {
+    let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
+    if page::page_kind(page) != Some(want) || Node::new(page).level() as u32 != level {
+        return Err(Error::corrupted(Some(pgno), format!("expected a {want:?} page at level {level}")));
+    }
+    Ok(())
+}
+
+/// Descend from the root to the leaf whose range holds `key`.
+pub(crate) fn descend<P: PageRead + ?Sized>(
+    p: &P,
+    desc: &TreeDesc,
+    key: &[u8],
+    mut path: Option<&mut Path>,
+    mut fences: Option<&mut Fences>,
+    touched: &mut u64,
+) -> Result<u64> {
+    let mut pgno = desc.root;
+    let mut level = desc.depth.checked_sub(1).ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
+    loop {
+        let page = p.page(pgno)?;
+        *touched += 1;
+        check_kind(&page, pgno, level)?;
+        if level == 0 {
+            return Ok(pgno);
+        }
+        let n = Node::new(&page);
+        let ci = n.child_index(key)?;
+        if let Some(f) = fences.as_deref_mut() {
+            if ci > 0 {
+                f.low.clear();
+                f.low.extend_from_slice(n.key(ci)?);
+                f.low_inf = false;
+            }
+            if ci + 1 < n.count() {
+                f.high.clear();
+                f.high.extend_from_slice(n.key(ci + 1)?);
+                f.high_inf = false;
+            }
+        }
+        if let Some(path) = path.as_deref_mut() {
+            path.push((pgno, ci));
+        }
+        pgno = n.child(ci)?;
+        level -= 1;
+    }
+}
+
+/// Find the leaf for `key`, through the cache when it knows it.
+pub(crate) fn find_leaf<P: PageRead + ?Sized>(p: &P, desc: &TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<u64> {
+    if let Some(pg) = cache.lookup(desc.id, key) {
+        return Ok(pg);
+    }
+    let mut f = cache.take_fences();
+    let pg = descend(p, desc, key, None, Some(&mut f), touched)?;
+    cache.insert(desc.id, pg, f);
+    Ok(pg)
+}
+
+/// Where a found value lives: its leaf page and the entry index.
+pub(crate) struct Found<'a> {
+    pub page: PageRef<'a>,
+    pub idx: usize,
+}
+
+impl Found<'_> {
+    pub(crate) fn value(&self) -> Result<(u8, &[u8], usize)> {
+        Node::new(&self.page).value(self.idx)
+    }
+}
+
+/// Look `key` up.
+pub(crate) fn get<'a, P: PageRead + ?Sized>(
+    p: &'a P,
+    desc: &TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<Option<Found<'a>>> {
+    if desc.root == 0 {
+        return Ok(None);
+    }
+    let leaf = find_leaf(p, desc, cache, key, touched)?;
+    let page = p.page(leaf)?;
+    *touched += 1;
+    let r = Node::new(&page).search(key)?;
+    Ok(r.ok().map(|idx| Found { page, idx }))
+}
+
+/// Insert or replace `key` with a stored value (inline bytes, or an overflow reference when
+/// `flags == FLAG_OVERFLOW`). Frees the old value's overflow pages. Returns true if replaced.
+pub(crate) fn put<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    flags: u8,
+    val: &[u8],
+    touched: &mut u64,
+) -> Result<bool> {
+    if desc.root == 0 {
+        let pg = w.alloc(PageKind::Leaf)?;
+        let p = w.page_mut(pg)?;
+        node::init(p, 0);
+        node::insert_leaf(p, 0, key, flags, val)?;
+        *desc = TreeDesc { root: pg, depth: 1, leaf_pages: desc.leaf_pages + 1, entries: 1, ..*desc };
+        return Ok(false);
+    }
+    let leaf = find_leaf(w, desc, cache, key, touched)?;
+    let size = node::leaf_entry_size(key, val.len());
+    *touched += 1;
+    let p = w.page_mut(leaf)?;
+    let found = Node::new(p).search(key)?;
+    let mut old_overflow = None;
+    let idx = match found {
+        Ok(i) => {
+            let (oflags, oval, _) = Node::new(p).value(i)?;
+            if oflags == FLAG_OVERFLOW {
+                old_overflow = Some(overflow::decode_ref(oval)?);
+            }
+            if oflags == flags && oval.len() == val.len() {
+                node::set_value_in_place(p, i, val)?;
+                free_old(w, desc, old_overflow)?;
+                return Ok(true);
+            }
+            node::remove(p, i)?;
+            i
+        }
+        Err(i) => {
+            desc.entries += 1;
+            i
+        }
+    };
+    if node::fits(p, size) {
+        node::insert_leaf(p, idx, key, flags, val)?;
+    } else {
+        let mut e = vec![0u8; size];
+        node::write_leaf_entry(&mut e, key, flags, val);
+        split(w, desc, cache, leaf, key, idx, e, touched)?;
+    }
+    free_old(w, desc, old_overflow)?;
+    Ok(found.is_ok())
+}
+
+fn free_old<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, old: Option<(u64, u64)>) -> Result<()> {
+    if let Some((len, first)) = old {
+        let n = overflow::free(w, first, len)?;
+        desc.overflow_pages = desc.overflow_pages.saturating_sub(n);
+    }
+    Ok(())
+}
+
+/// Where to split `sizes` (entry sizes with slots): returns m, left = [..m], right = [m..].
+fn split_point(sizes: &[usize], append: bool, cap: usize) -> Result<usize> {
+    let n = sizes.len();
+    if n < 2 {
+        return Err(Error::corrupted(None, "split of a page with fewer than two entries"));
+    }
+    let total: usize = sizes.iter().sum();
+    if append && total - sizes[n - 1] <= cap {
+        return Ok(n - 1);
+    }
+    let mut acc = 0;
+    let mut m = 0;
+    while m < n - 1 && acc + sizes[m] <= total / 2 {
+        acc += sizes[m];
+        m += 1;
+    }
+    m = m.max(1);
+    // Both halves must fit.
+    while m > 1 && sizes[..m].iter().sum::<usize>() > cap {
+        m -= 1;
+    }
+    while m < n - 1 && sizes[m..].iter().sum::<usize>() > cap {
+        m += 1;
+    }
+    if sizes[..m].iter().sum::<usize>() > cap || sizes[m..].iter().sum::<usize>() > cap {
+        return Err(Error::corrupted(None, "entries too large to split"));
+    }
+    Ok(m)
+}
+
+fn entry_key(e: &[u8], leaf: bool) -> &[u8] {
+    let klen = u16::from_le_bytes([e[0], e[1]]) as usize;
+    let at = if leaf { node::LEAF_ENTRY_HEADER } else { node::BRANCH_ENTRY_HEADER };
+    &e[at..at + klen]
+}
+
+/// Split full page `pgno` while inserting raw entry `new` at `idx`, and push the separator up.
+#[allow(clippy::too_many_arguments)]
+fn split<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    leaf: u64,
+    key: &[u8],
+    idx: usize,
+    new: Vec<u8>,
+    touched: &mut u64,
+) -> Result<()> {
+    cache.clear_tree(desc.id);
+    let mut path = Path::new();
+    let found = descend(w, desc, key, Some(&mut path), None, touched)?;
+    if found != leaf {
+        return Err(Error::corrupted(Some(leaf), "leaf moved during insert"));
+    }
+    let rightmost = rightmost_path(w, &path)?;
+    let (left, sep, right) = split_page(w, desc, leaf, idx, new, rightmost)?;
+    insert_into_parent(w, desc, path, left, sep, right)
+}
+
+fn rightmost_path<W: PageRead + ?Sized>(w: &W, path: &Path) -> Result<bool> {
+    for (pg, ci) in path {
+        if *ci + 1 != Node::new(&w.page(*pg)?).count() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Split page `pgno` (leaf or branch) with raw entry `new` inserted at `idx`. Returns (left,
+/// separator, right).
+fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, idx: usize, new: Vec<u8>, rightmost: bool) -> Result<(u64, Vec<u8>, u64)> {
+    let ps = w.page_size();
+    let (mut entries, level) = {
+        let page = w.page(pgno)?;
+        let n = Node::new(&page);
+        let es = (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?;
+        (es, n.level())
+    };
+    let leaf = level == 0;
+    let append = rightmost && idx == entries.len();
+    entries.insert(idx, new);
+    let sizes: Vec<usize> = entries.iter().map(|e| e.len() + 2).collect();
+    let m = split_point(&sizes, append, ps - node::SLOTS)?;
+    let sep = entry_key(&entries[m], leaf).to_vec();
+    if !leaf {
+        // The right branch's first key is implicit (minus infinity): store it empty.
+        let child = u64::from_le_bytes(entries[m][2..10].try_into().expect("8"));
+        let mut e = vec![0u8; node::branch_entry_size(b"")];
+        node::write_branch_entry(&mut e, b"", child);
+        entries[m] = e;
+    }
+    let (kind, _) = if leaf { (PageKind::Leaf, ()) } else { (PageKind::Branch, ()) };
+    let right = w.alloc(kind)?;
+    {
+        let rp = w.page_mut(right)?;
+        node::init(rp, level);
+        node::fill(rp, &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+    }
+    {
+        let lp = w.page_mut(pgno)?;
+        node::init(lp, level);
+        node::fill(lp, &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+    }
+    if leaf {
+        desc.leaf_pages += 1;
+    } else {
+        desc.branch_pages += 1;
+    }
+    Ok((pgno, sep, right))
+}
+
+fn insert_into_parent<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, mut path: Path, mut left: u64, mut sep: Vec<u8>, mut right: u64) -> Result<()> {
+    loop {
+        let Some((ppg, ci)) = path.pop() else {
+            let root = w.alloc(PageKind::Branch)?;
+            let p = w.page_mut(root)?;
+            node::init(p, desc.depth as u16);
+            node::insert_branch(p, 0, b"", left)?;
+            node::insert_branch(p, 1, &sep, right)?;
+            desc.root = root;
+            desc.depth += 1;
+            desc.branch_pages += 1;
+            return Ok(());
+        };
+        let size = node::branch_entry_size(&sep);
+        let p = w.page_mut(ppg)?;
+        if node::fits(p, size) {
+            return node::insert_branch(p, ci + 1, &sep, right);
+        }
+        let mut e = vec![0u8; size];
+        node::write_branch_entry(&mut e, &sep, right);
+        let rightmost = rightmost_path(w, &path)?;
+        let (l, s, r) = split_page(w, desc, ppg, ci + 1, e, rightmost)?;
+        (left, sep, right) = (l, s, r);
+    }
+}
+
+/// Delete `key`; true if it was present. Frees its overflow pages and rebalances.
+pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<bool> {
+    if desc.root == 0 {
+        return Ok(false);
+    }
+    let mut path = Path::new();
+    let leaf = descend(w, desc, key, Some(&mut path), None, touched)?;
+    let idx = match Node::new(&w.page(leaf)?).search(key)? {
+        Ok(i) => i,
+        Err(_) => return Ok(false),
+    };
+    let p = w.page_mut(leaf)?;
+    let (flags, v, _) = Node::new(p).value(idx)?;
+    let old = if flags == FLAG_OVERFLOW { Some(overflow::decode_ref(v)?) } else { None };
+    node::remove(p, idx)?;
+    desc.entries = desc.entries.saturating_sub(1);
+    free_old(w, desc, old)?;
+    rebalance(w, desc, cache, path, leaf)?;
+    Ok(true)
+}
+
+fn rebalance<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, mut path: Path, mut pg: u64) -> Result<()> {
+    let cap = w.page_size() - node::SLOTS;
+    loop {
+        let (used, count, leaf, first_child) = {
+            let page = w.page(pg)?;
+            let n = Node::new(&page);
+            let fc = if !n.is_leaf() && n.count() > 0 { n.child(0)? } else { 0 };
+            (n.used(), n.count(), n.is_leaf(), fc)
+        };
+        if path.is_empty() {
+            if leaf && count == 0 {
+                w.free(pg)?;
+                desc.leaf_pages -= 1;
+                desc.root = 0;
+                desc.depth = 0;
+                cache.clear_tree(desc.id);
+            } else if !leaf && count == 1 {
+                w.free(pg)?;
+                desc.branch_pages -= 1;
+                desc.root = first_child;
+                desc.depth -= 1;
+                cache.clear_tree(desc.id);
+                pg = first_child;
+                continue;
+            }
+            return Ok(());
+        }
+        if used >= cap / 4 {
+            return Ok(());
+        }
+        let (ppg, ci) = *path.last().expect("non-empty");
+        let (lpg, rpg, ri, sep) = {
+            let parent = w.page(ppg)?;
+            let pn = Node::new(&parent);
+            if pn.count() < 2 {
+                return Ok(());
+            }
+            let (li, ri) = if ci > 0 { (ci - 1, ci) } else { (0, 1) };
+            (pn.child(li)?, pn.child(ri)?, ri, pn.key(ri)?.to_vec())
+        };
+        let mut right_entries = {
+            let page = w.page(rpg)?;
+            let n = Node::new(&page);
+            (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
+        };
+        if !leaf {
+            // The right page's implicit first key becomes the separator from the parent.
+            if let Some(first) = right_entries.first_mut() {
+                let child = u64::from_le_bytes(first[2..10].try_into().expect("8"));
+                let mut e = vec![0u8; node::branch_entry_size(&sep)];
+                node::write_branch_entry(&mut e, &sep, child);
+                *first = e;
+            }
+        }
+        let lused = Node::new(&w.page(lpg)?).used();
+        let rsize: usize = right_entries.iter().map(|e| e.len() + 2).sum();
+        if lused + rsize > cap {
+            return Ok(());
+        }
+        {
+            let lp = w.page_mut(lpg)?;
+            node::compact(lp)?;
+            let base = Node::new(lp).count();
+            for (k, e) in right_entries.drain(..).enumerate() {
+                node::insert_raw(lp, base + k, e.len(), |d| d.copy_from_slice(&e))?;
+            }
+        }
+        w.free(rpg)?;
+        if leaf {
+            desc.leaf_pages -= 1;
+        } else {
+            desc.branch_pages -= 1;
+        }
+        node::remove(w.page_mut(ppg)?, ri)?;
+        cache.clear_tree(desc.id);
+        path.pop();
+        pg = ppg;
+    }
+}
+
+/// Free every page of a tree (branches, leaves and overflow chains).
+pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Result<()> {
+    if desc.root == 0 {
+        return Ok(());
+    }
+    let mut pages = Vec::new();
+    let mut overflows = Vec::new();
+    let mut stack = vec![(desc.root, desc.depth - 1)];
+    while let Some((pg, level)) = stack.pop() {
+        pages.push(pg);
+        if pages.len() as u64 > desc.branch_pages + desc.leaf_pages + 1 {
+            return Err(Error::corrupted(Some(pg), "tree has more pages than its descriptor counts"));
+        }
+        let page = w.page(pg)?;
+        check_kind(&page, pg, level)?;
+        let n = Node::new(&page);
+        for i in 0..n.count() {
+            if level > 0 {
+                stack.push((n.child(i)?, level - 1));
+            } else {
+                let (flags, v, _) = n.value(i)?;
+                if flags == FLAG_OVERFLOW {
+                    overflows.push(overflow::decode_ref(v)?);
+                }
+            }
+        }
+    }
+    for (len, first) in overflows {
+        overflow::free(w, first, len)?;
+    }
+    for pg in pages {
+        w.free(pg)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_point;
+
+    #[test]
+    fn split_points() {
+        assert_eq!(split_point(&[10, 10, 10, 10], false, 100).unwrap(), 2);
+        assert_eq!(split_point(&[10, 10, 10, 10], true, 100).unwrap(), 3);
+        // A big entry pushes the point so that both halves fit.
+        let m = split_point(&[40, 40, 45], false, 85).unwrap();
+        assert!(m == 1 || m == 2);
+        assert!(split_point(&[10], false, 100).is_err());
+    }
+}

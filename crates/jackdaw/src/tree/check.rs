@@ -1,0 +1,134 @@
+//! The structural check of one tree: page kinds and levels, key order, fences between parents
+//! and children, entry and page counts against the descriptor, overflow chains. Collects every
+//! page the tree reaches; never panics and never loops (each page is visited at most once).
+
+use super::node::{Node, FLAG_OVERFLOW};
+use super::{overflow, PageRead, TreeDesc};
+use crate::data::page::{self, PageKind};
+use std::collections::HashSet;
+
+/// Walk `desc`'s tree; push reached pages into `pages`, problems into `problems`. Returns the
+/// leaf entries seen, and calls `on_entry(key, flags, stored_value)` for each.
+pub(crate) fn walk<P: PageRead + ?Sized>(
+    p: &P,
+    name: &str,
+    desc: &TreeDesc,
+    pages: &mut Vec<u64>,
+    problems: &mut Vec<String>,
+    mut on_entry: impl FnMut(&[u8], u8, &[u8]),
+) {
+    if desc.root == 0 {
+        if desc.entries != 0 || desc.branch_pages + desc.leaf_pages + desc.overflow_pages != 0 {
+            problems.push(format!("tree {name}: empty but its descriptor counts {desc:?}"));
+        }
+        return;
+    }
+    let mut seen = HashSet::new();
+    let (mut branches, mut leaves, mut overflows, mut entries) = (0u64, 0u64, 0u64, 0u64);
+    // (page, level, low fence, high fence)
+    let mut stack: Vec<(u64, u32, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(desc.root, desc.depth - 1, None, None)];
+    while let Some((pg, level, low, high)) = stack.pop() {
+        if !seen.insert(pg) {
+            problems.push(format!("tree {name}: page {pg} is reached twice"));
+            continue;
+        }
+        pages.push(pg);
+        let page = match p.page(pg) {
+            Ok(pg) => pg,
+            Err(e) => {
+                problems.push(format!("tree {name}: {e}"));
+                continue;
+            }
+        };
+        let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
+        let n = Node::new(&page);
+        if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
+            problems.push(format!("tree {name}: page {pg} should be a {want:?} at level {level}"));
+            continue;
+        }
+        if n.upper() > page.len() || n.upper() < super::node::SLOTS + 2 * n.count() {
+            problems.push(format!("tree {name}: page {pg} has a bad entry area"));
+            continue;
+        }
+        if level == 0 {
+            leaves += 1;
+        } else {
+            branches += 1;
+        }
+        let count = n.count();
+        if count == 0 && !(level == 0 && pg == desc.root) {
+            problems.push(format!("tree {name}: page {pg} is empty"));
+        }
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..count {
+            let key = match n.key(i) {
+                Ok(k) => k,
+                Err(e) => {
+                    problems.push(format!("tree {name}: page {pg} entry {i}: {e}"));
+                    break;
+                }
+            };
+            let implicit = level > 0 && i == 0;
+            if !implicit {
+                if let Some(pk) = prev {
+                    if pk >= key {
+                        problems.push(format!("tree {name}: page {pg}: keys out of order at entry {i}"));
+                    }
+                }
+                if low.as_deref().is_some_and(|l| key < l) || high.as_deref().is_some_and(|h| key >= h) {
+                    problems.push(format!("tree {name}: page {pg} entry {i}: key outside the fences of its parent"));
+                }
+                prev = Some(key);
+            }
+            if level > 0 {
+                let child = match n.child(i) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        problems.push(format!("tree {name}: page {pg}: {e}"));
+                        continue;
+                    }
+                };
+                let clow = if i == 0 { low.clone() } else { Some(key.to_vec()) };
+                let chigh = if i + 1 < count { n.key(i + 1).ok().map(<[u8]>::to_vec) } else { high.clone() };
+                stack.push((child, level - 1, clow, chigh));
+            } else {
+                entries += 1;
+                match n.value(i) {
+                    Ok((flags, v, _)) => {
+                        on_entry(key, flags, v);
+                        if flags == FLAG_OVERFLOW {
+                            match overflow::decode_ref(v) {
+                                Ok((len, first)) => {
+                                    let r = overflow::walk(p, first, len, |opg, _| {
+                                        if !seen.insert(opg) {
+                                            return Err(crate::Error::corrupted(Some(opg), "overflow page reached twice"));
+                                        }
+                                        pages.push(opg);
+                                        overflows += 1;
+                                        Ok(())
+                                    });
+                                    if let Err(e) = r {
+                                        problems.push(format!("tree {name}: overflow chain of a key in page {pg}: {e}"));
+                                    }
+                                }
+                                Err(e) => problems.push(format!("tree {name}: page {pg}: {e}")),
+                            }
+                        } else if flags != super::node::FLAG_INLINE {
+                            problems.push(format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"));
+                        }
+                    }
+                    Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                }
+            }
+        }
+    }
+    if entries != desc.entries {
+        problems.push(format!("tree {name}: {entries} entries, its descriptor counts {}", desc.entries));
+    }
+    if (branches, leaves, overflows) != (desc.branch_pages, desc.leaf_pages, desc.overflow_pages) {
+        problems.push(format!(
+            "tree {name}: pages branch/leaf/overflow {branches}/{leaves}/{overflows}, its descriptor counts {}/{}/{}",
+            desc.branch_pages, desc.leaf_pages, desc.overflow_pages
+        ));
+    }
+}

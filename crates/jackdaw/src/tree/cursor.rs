@@ -1,0 +1,209 @@
+//! A position in a tree: the branch path and the leaf entry, moved one entry at a time.
+
+use super::btree::{descend, Path};
+use super::node::Node;
+use super::{PageRead, TreeDesc};
+use crate::Result;
+use std::ops::Bound;
+
+#[derive(Clone, Default)]
+pub(crate) struct Cursor {
+    path: Path,
+    leaf: u64,
+    idx: usize,
+    valid: bool,
+}
+
+impl Cursor {
+    pub(crate) fn is_valid(&self) -> bool {
+        self.valid
+    }
+    pub(crate) fn leaf(&self) -> u64 {
+        self.leaf
+    }
+    pub(crate) fn idx(&self) -> usize {
+        self.idx
+    }
+
+    /// Position at the first entry >= (or >) `key`; invalid if none.
+    pub(crate) fn seek<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, key: Bound<&[u8]>) -> Result<()> {
+        self.valid = false;
+        if desc.root == 0 {
+            return Ok(());
+        }
+        let k = match key {
+            Bound::Unbounded => return self.first(p, desc),
+            Bound::Included(k) | Bound::Excluded(k) => k,
+        };
+        self.path.clear();
+        let mut t = 0;
+        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
+        let page = p.page(self.leaf)?;
+        let n = Node::new(&page);
+        self.idx = match n.search(k)? {
+            Ok(i) if matches!(key, Bound::Excluded(_)) => i + 1,
+            Ok(i) | Err(i) => i,
+        };
+        self.valid = true;
+        if self.idx >= n.count() {
+            drop(page);
+            return self.next_leaf(p);
+        }
+        Ok(())
+    }
+
+    /// Position at the last entry <= (or <) `key`; invalid if none.
+    pub(crate) fn seek_back<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, key: Bound<&[u8]>) -> Result<()> {
+        self.valid = false;
+        if desc.root == 0 {
+            return Ok(());
+        }
+        let k = match key {
+            Bound::Unbounded => return self.last(p, desc),
+            Bound::Included(k) | Bound::Excluded(k) => k,
+        };
+        self.path.clear();
+        let mut t = 0;
+        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
+        let page = p.page(self.leaf)?;
+        let n = Node::new(&page);
+        let pos = match n.search(k)? {
+            Ok(i) if matches!(key, Bound::Included(_)) => Some(i),
+            Ok(i) | Err(i) => i.checked_sub(1),
+        };
+        self.valid = true;
+        match pos {
+            Some(i) => {
+                self.idx = i;
+                Ok(())
+            }
+            None => {
+                drop(page);
+                self.prev_leaf(p)
+            }
+        }
+    }
+
+    pub(crate) fn first<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc) -> Result<()> {
+        self.edge(p, desc, false)
+    }
+
+    pub(crate) fn last<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc) -> Result<()> {
+        self.edge(p, desc, true)
+    }
+
+    fn edge<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, last: bool) -> Result<()> {
+        self.valid = false;
+        self.path.clear();
+        if desc.root == 0 {
+            return Ok(());
+        }
+        let mut pg = desc.root;
+        for _ in 1..desc.depth {
+            let page = p.page(pg)?;
+            let n = Node::new(&page);
+            let ci = if last { n.count().saturating_sub(1) } else { 0 };
+            self.path.push((pg, ci));
+            pg = n.child(ci)?;
+        }
+        self.leaf = pg;
+        let count = Node::new(&p.page(pg)?).count();
+        self.valid = true;
+        if count == 0 {
+            self.valid = false;
+            return Ok(());
+        }
+        self.idx = if last { count - 1 } else { 0 };
+        Ok(())
+    }
+
+    /// Move to the next entry; invalid past the end.
+    pub(crate) fn next<P: PageRead + ?Sized>(&mut self, p: &P) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let count = Node::new(&p.page(self.leaf)?).count();
+        if self.idx + 1 < count {
+            self.idx += 1;
+            return Ok(());
+        }
+        self.next_leaf(p)
+    }
+
+    fn next_leaf<P: PageRead + ?Sized>(&mut self, p: &P) -> Result<()> {
+        // Climb to the first ancestor with a next child, then take leftmost children down.
+        let mut depth_down = 0;
+        loop {
+            let Some((pg, ci)) = self.path.pop() else {
+                self.valid = false;
+                return Ok(());
+            };
+            let page = p.page(pg)?;
+            let n = Node::new(&page);
+            if ci + 1 < n.count() {
+                self.path.push((pg, ci + 1));
+                let mut child = n.child(ci + 1)?;
+                drop(page);
+                while depth_down > 0 {
+                    let cp = p.page(child)?;
+                    let cn = Node::new(&cp);
+                    self.path.push((child, 0));
+                    child = cn.child(0)?;
+                    depth_down -= 1;
+                }
+                self.leaf = child;
+                self.idx = 0;
+                if Node::new(&p.page(child)?).count() == 0 {
+                    return self.next_leaf(p);
+                }
+                return Ok(());
+            }
+            depth_down += 1;
+        }
+    }
+
+    /// Move to the previous entry; invalid before the start.
+    pub(crate) fn prev<P: PageRead + ?Sized>(&mut self, p: &P) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        if self.idx > 0 {
+            self.idx -= 1;
+            return Ok(());
+        }
+        self.prev_leaf(p)
+    }
+
+    fn prev_leaf<P: PageRead + ?Sized>(&mut self, p: &P) -> Result<()> {
+        let mut depth_down = 0;
+        loop {
+            let Some((pg, ci)) = self.path.pop() else {
+                self.valid = false;
+                return Ok(());
+            };
+            if ci > 0 {
+                let page = p.page(pg)?;
+                let n = Node::new(&page);
+                self.path.push((pg, ci - 1));
+                let mut child = n.child(ci - 1)?;
+                drop(page);
+                while depth_down > 0 {
+                    let cp = p.page(child)?;
+                    let cn = Node::new(&cp);
+                    let last = cn.count().saturating_sub(1);
+                    self.path.push((child, last));
+                    child = cn.child(last)?;
+                    depth_down -= 1;
+                }
+                self.leaf = child;
+                let count = Node::new(&p.page(child)?).count();
+                if count == 0 {
+                    return self.prev_leaf(p);
+                }
+                self.idx = count - 1;
+                return Ok(());
+            }
+            depth_down += 1;
+        }
+    }
+}

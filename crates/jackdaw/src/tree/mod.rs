@@ -1,0 +1,180 @@
+//! B+trees over slotted pages: search, insert with splits, delete with merges, overflow values,
+//! cursors, and the structural check. Generic over how pages are read and written, so the same
+//! code serves read snapshots and the write transaction.
+
+pub(crate) mod btree;
+pub(crate) mod check;
+pub(crate) mod cursor;
+pub(crate) mod node;
+pub(crate) mod overflow;
+
+use crate::data::page::{PageKind, PAGE_HEADER};
+use crate::txn::{PageRef, PageTxn, Snapshot};
+use crate::{Error, Result};
+
+/// Read access to pages.
+pub(crate) trait PageRead {
+    fn page(&self, pgno: u64) -> Result<PageRef<'_>>;
+    fn page_size(&self) -> usize;
+}
+
+/// Write access to pages (the write transaction).
+pub(crate) trait PageWrite: PageRead {
+    fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]>;
+    fn alloc(&mut self, kind: PageKind) -> Result<u64>;
+    fn free(&mut self, pgno: u64) -> Result<()>;
+    fn reserve(&mut self) -> Result<u64>;
+    fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()>;
+}
+
+impl PageRead for Snapshot {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        Snapshot::page(self, pgno)
+    }
+    fn page_size(&self) -> usize {
+        self.core.page_size
+    }
+}
+
+impl PageRead for PageTxn {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+        PageTxn::page(self, pgno)
+    }
+    fn page_size(&self) -> usize {
+        PageTxn::page_size(self)
+    }
+}
+
+impl PageWrite for PageTxn {
+    fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+        PageTxn::page_mut(self, pgno)
+    }
+    fn alloc(&mut self, kind: PageKind) -> Result<u64> {
+        self.alloc_page(kind)
+    }
+    fn free(&mut self, pgno: u64) -> Result<()> {
+        self.free_page(pgno)
+    }
+    fn reserve(&mut self) -> Result<u64> {
+        self.reserve_page()
+    }
+    fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
+        PageTxn::write_once(self, pgno, buf)
+    }
+}
+
+/// Kind of a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TreeKind {
+    Plain = 0,
+    Multi = 1,
+}
+
+/// A tree's descriptor: where its root is and what it holds. Kept up to date by every change.
+///
+/// ```text
+/// offset size field
+///      0    8 id              unique, never reused (0 is the root tree)
+///      8    8 root            root page, 0 when empty
+///     16    8 entries
+///     24    4 depth           0 when empty, 1 when the root is a leaf
+///     28    4 kind            0 plain, 1 multi-value
+///     32    8 branch_pages
+///     40    8 leaf_pages
+///     48    8 overflow_pages
+///     56    8 reserved
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct TreeDesc {
+    pub id: u64,
+    pub root: u64,
+    pub entries: u64,
+    pub depth: u32,
+    pub kind: u32,
+    pub branch_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
+}
+
+pub(crate) const DESC_LEN: usize = 64;
+
+impl TreeDesc {
+    pub(crate) fn encode(&self) -> [u8; DESC_LEN] {
+        let mut b = [0u8; DESC_LEN];
+        b[0..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8..16].copy_from_slice(&self.root.to_le_bytes());
+        b[16..24].copy_from_slice(&self.entries.to_le_bytes());
+        b[24..28].copy_from_slice(&self.depth.to_le_bytes());
+        b[28..32].copy_from_slice(&self.kind.to_le_bytes());
+        b[32..40].copy_from_slice(&self.branch_pages.to_le_bytes());
+        b[40..48].copy_from_slice(&self.leaf_pages.to_le_bytes());
+        b[48..56].copy_from_slice(&self.overflow_pages.to_le_bytes());
+        b
+    }
+    pub(crate) fn decode(b: &[u8]) -> Result<TreeDesc> {
+        if b.len() != DESC_LEN {
+            return Err(Error::corrupted(None, format!("tree descriptor of {} bytes", b.len())));
+        }
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8"));
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
+        let d = TreeDesc {
+            id: u64_at(0),
+            root: u64_at(8),
+            entries: u64_at(16),
+            depth: u32_at(24),
+            kind: u32_at(28),
+            branch_pages: u64_at(32),
+            leaf_pages: u64_at(40),
+            overflow_pages: u64_at(48),
+        };
+        if d.depth > 64 || (d.root == 0) != (d.depth == 0) || d.kind > 1 {
+            return Err(Error::corrupted(None, format!("tree descriptor is inconsistent: {d:?}")));
+        }
+        Ok(d)
+    }
+    pub(crate) fn kind(&self) -> TreeKind {
+        if self.kind == 1 {
+            TreeKind::Multi
+        } else {
+            TreeKind::Plain
+        }
+    }
+}
+
+/// The meta page (page 3) body: the root tree's descriptor and the next tree id.
+///
+/// ```text
+/// offset size field
+///     32    8 magic        "JKDWTREE" (all zero in a database no tree was ever created in)
+///     40    8 next_tree_id
+///     48   64 root tree descriptor
+/// ```
+pub(crate) struct Meta {
+    pub next_tree_id: u64,
+    pub root: TreeDesc,
+}
+
+const META_MAGIC: &[u8; 8] = b"JKDWTREE";
+const META_AT: usize = PAGE_HEADER;
+
+impl Meta {
+    pub(crate) fn decode(p: &[u8]) -> Result<Meta> {
+        let b = &p[META_AT..META_AT + 16 + DESC_LEN];
+        if b[..8] == [0u8; 8] {
+            return Ok(Meta { next_tree_id: 1, root: TreeDesc::default() });
+        }
+        if &b[..8] != META_MAGIC {
+            return Err(Error::corrupted(Some(crate::data::file::META_PAGE), "meta page magic"));
+        }
+        let next_tree_id = u64::from_le_bytes(b[8..16].try_into().expect("8"));
+        Ok(Meta { next_tree_id, root: TreeDesc::decode(&b[16..16 + DESC_LEN])? })
+    }
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        let b = &mut p[META_AT..META_AT + 16 + DESC_LEN];
+        b[..8].copy_from_slice(META_MAGIC);
+        b[8..16].copy_from_slice(&self.next_tree_id.to_le_bytes());
+        b[16..].copy_from_slice(&self.root.encode());
+    }
+}

@@ -1,0 +1,380 @@
+//! Slotted B+tree pages: views over a page's bytes (read: [`Node`]; write: free functions on
+//! `&mut [u8]`).
+//!
+//! ```text
+//! offset size field (after the 32-byte page header)
+//!     32    2 count     entries
+//!     34    2 level     0 for leaves, parents are one above their children
+//!     36    4 upper     start of the entry area; entries live in [upper, page_size)
+//!     40    4 garbage   bytes of dead entries inside the entry area
+//!     44    4 reserved  zero
+//!     48  2*n slots     u16 offset of each entry, in key order
+//!
+//! leaf entry:   klen u16 | vlen u16 | flags u8 | key | value
+//!               flags: 0 inline value, 1 overflow (value = total_len u64 | first_page u64)
+//! branch entry: klen u16 | child u64 | key       (entry 0's key is ignored: minus infinity)
+//! ```
+//! Invariants (checked by `check()`): keys strictly ascending; slots point inside the entry area;
+//! `upper >= 48 + 2 * count`; every key of child `i` of a branch is `>= key i` and `< key i+1`.
+//! Every accessor is bounds-checked: a malformed page is `Corrupted`, never a panic.
+
+use crate::data::page::PAGE_HEADER;
+use crate::{Error, Result};
+
+pub(crate) const OFF_COUNT: usize = PAGE_HEADER;
+pub(crate) const OFF_LEVEL: usize = PAGE_HEADER + 2;
+pub(crate) const OFF_UPPER: usize = PAGE_HEADER + 4;
+pub(crate) const OFF_GARBAGE: usize = PAGE_HEADER + 8;
+/// First slot.
+pub(crate) const SLOTS: usize = PAGE_HEADER + 16;
+pub(crate) const LEAF_ENTRY_HEADER: usize = 5;
+pub(crate) const BRANCH_ENTRY_HEADER: usize = 10;
+pub(crate) const FLAG_INLINE: u8 = 0;
+pub(crate) const FLAG_OVERFLOW: u8 = 1;
+/// Bytes of an overflow reference stored as a leaf value.
+pub(crate) const OVERFLOW_REF: usize = 16;
+
+/// Largest entry (with its slot) such that two always fit in a page.
+pub(crate) fn max_entry(page_size: usize) -> usize {
+    (page_size - SLOTS) / 2 - 2
+}
+
+/// The largest key: 2,001 bytes at 4 KiB pages, 4,049 at 8 KiB, 32,721 at 64 KiB.
+pub fn max_key_size(page_size: usize) -> usize {
+    max_entry(page_size) - LEAF_ENTRY_HEADER - OVERFLOW_REF
+}
+
+fn corrupt(why: &str) -> Error {
+    Error::corrupted(None, format!("tree page: {why}"))
+}
+
+#[inline]
+fn u16_at(p: &[u8], o: usize) -> Result<u16> {
+    p.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).ok_or_else(|| corrupt("field past the page"))
+}
+#[inline]
+fn u32_at(p: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]])
+}
+#[inline]
+fn u64_at(p: &[u8], o: usize) -> Result<u64> {
+    p.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or_else(|| corrupt("field past the page"))
+}
+
+/// A read-only view of a tree page.
+#[derive(Clone, Copy)]
+pub(crate) struct Node<'a> {
+    pub p: &'a [u8],
+}
+
+impl<'a> Node<'a> {
+    pub(crate) fn new(p: &'a [u8]) -> Node<'a> {
+        Node { p }
+    }
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        u16::from_le_bytes([self.p[OFF_COUNT], self.p[OFF_COUNT + 1]]) as usize
+    }
+    #[inline]
+    pub(crate) fn level(&self) -> u16 {
+        u16::from_le_bytes([self.p[OFF_LEVEL], self.p[OFF_LEVEL + 1]])
+    }
+    #[inline]
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.level() == 0
+    }
+    pub(crate) fn upper(&self) -> usize {
+        u32_at(self.p, OFF_UPPER) as usize
+    }
+    pub(crate) fn garbage(&self) -> usize {
+        u32_at(self.p, OFF_GARBAGE) as usize
+    }
+    /// Bytes used by slots and live entries.
+    pub(crate) fn used(&self) -> usize {
+        (self.p.len() - self.upper()).saturating_sub(self.garbage()) + 2 * self.count()
+    }
+    #[inline]
+    fn slot(&self, i: usize) -> Result<usize> {
+        Ok(u16_at(self.p, SLOTS + 2 * i)? as usize)
+    }
+    /// The key of entry `i` (leaf or branch).
+    #[inline]
+    pub(crate) fn key(&self, i: usize) -> Result<&'a [u8]> {
+        let o = self.slot(i)?;
+        let klen = u16_at(self.p, o)? as usize;
+        let start = o + if self.is_leaf() { LEAF_ENTRY_HEADER } else { BRANCH_ENTRY_HEADER };
+        self.p.get(start..start + klen).ok_or_else(|| corrupt("key past the page"))
+    }
+    /// A leaf entry's flags and stored value.
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> Result<(u8, &'a [u8], usize)> {
+        let o = self.slot(i)?;
+        let klen = u16_at(self.p, o)? as usize;
+        let vlen = u16_at(self.p, o + 2)? as usize;
+        let flags = *self.p.get(o + 4).ok_or_else(|| corrupt("flags past the page"))?;
+        let start = o + LEAF_ENTRY_HEADER + klen;
+        let v = self.p.get(start..start + vlen).ok_or_else(|| corrupt("value past the page"))?;
+        Ok((flags, v, start))
+    }
+    /// A branch entry's child.
+    #[inline]
+    pub(crate) fn child(&self, i: usize) -> Result<u64> {
+        let o = self.slot(i)?;
+        u64_at(self.p, o + 2)
+    }
+    /// Size of entry `i` in the entry area (without its slot).
+    pub(crate) fn entry_size(&self, i: usize) -> Result<usize> {
+        let o = self.slot(i)?;
+        let klen = u16_at(self.p, o)? as usize;
+        Ok(if self.is_leaf() {
+            LEAF_ENTRY_HEADER + klen + u16_at(self.p, o + 2)? as usize
+        } else {
+            BRANCH_ENTRY_HEADER + klen
+        })
+    }
+    /// The raw bytes of entry `i`.
+    pub(crate) fn entry(&self, i: usize) -> Result<&'a [u8]> {
+        let o = self.slot(i)?;
+        let n = self.entry_size(i)?;
+        self.p.get(o..o + n).ok_or_else(|| corrupt("entry past the page"))
+    }
+    /// Leaf: position of `key` (`Ok(i)` found, `Err(i)` insertion point).
+    #[inline]
+    pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        let (mut lo, mut hi) = (0usize, self.count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid)?.cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Ok(mid)),
+            }
+        }
+        Ok(Err(lo))
+    }
+    /// Branch: the child index whose range holds `key` (last entry with key <= `key`; entry 0 is
+    /// minus infinity).
+    #[inline]
+    pub(crate) fn child_index(&self, key: &[u8]) -> Result<usize> {
+        let n = self.count();
+        if n == 0 {
+            return Err(corrupt("empty branch"));
+        }
+        let (mut lo, mut hi) = (1usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.key(mid)? <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo - 1)
+    }
+}
+
+/// Initialise an empty tree page body.
+pub(crate) fn init(p: &mut [u8], level: u16) {
+    let ps = p.len();
+    p[OFF_COUNT..OFF_COUNT + 2].copy_from_slice(&0u16.to_le_bytes());
+    p[OFF_LEVEL..OFF_LEVEL + 2].copy_from_slice(&level.to_le_bytes());
+    p[OFF_UPPER..OFF_UPPER + 4].copy_from_slice(&(ps as u32).to_le_bytes());
+    p[OFF_GARBAGE..OFF_GARBAGE + 4].copy_from_slice(&0u32.to_le_bytes());
+}
+
+fn set_count(p: &mut [u8], n: usize) {
+    p[OFF_COUNT..OFF_COUNT + 2].copy_from_slice(&(n as u16).to_le_bytes());
+}
+fn set_upper(p: &mut [u8], u: usize) {
+    p[OFF_UPPER..OFF_UPPER + 4].copy_from_slice(&(u as u32).to_le_bytes());
+}
+fn set_garbage(p: &mut [u8], g: usize) {
+    p[OFF_GARBAGE..OFF_GARBAGE + 4].copy_from_slice(&(g as u32).to_le_bytes());
+}
+
+/// Contiguous free bytes between the slots and the entry area.
+pub(crate) fn gap(p: &[u8]) -> usize {
+    let n = Node::new(p);
+    n.upper().saturating_sub(SLOTS + 2 * n.count())
+}
+
+/// Whether an entry of `size` bytes (plus its slot) fits, possibly after compaction.
+pub(crate) fn fits(p: &[u8], size: usize) -> bool {
+    gap(p) + Node::new(p).garbage() >= size + 2
+}
+
+/// Rewrite the entry area without garbage.
+pub(crate) fn compact(p: &mut [u8]) -> Result<()> {
+    let ps = p.len();
+    let tmp = p.to_vec();
+    let n = Node::new(&tmp);
+    let mut upper = ps;
+    for i in 0..n.count() {
+        let e = n.entry(i)?;
+        upper -= e.len();
+        p[upper..upper + e.len()].copy_from_slice(e);
+        p[SLOTS + 2 * i..SLOTS + 2 * i + 2].copy_from_slice(&(upper as u16).to_le_bytes());
+    }
+    set_upper(p, upper);
+    set_garbage(p, 0);
+    Ok(())
+}
+
+/// Insert a raw entry at index `i`. The caller checked `fits`.
+pub(crate) fn insert_raw(p: &mut [u8], i: usize, size: usize, write: impl FnOnce(&mut [u8])) -> Result<()> {
+    if gap(p) < size + 2 {
+        compact(p)?;
+    }
+    let n = Node::new(p).count();
+    if i > n || gap(p) < size + 2 {
+        return Err(corrupt("insert without room"));
+    }
+    let upper = Node::new(p).upper() - size;
+    write(&mut p[upper..upper + size]);
+    let s = SLOTS + 2 * i;
+    p.copy_within(s..SLOTS + 2 * n, s + 2);
+    p[s..s + 2].copy_from_slice(&(upper as u16).to_le_bytes());
+    set_upper(p, upper);
+    set_count(p, n + 1);
+    Ok(())
+}
+
+pub(crate) fn leaf_entry_size(key: &[u8], val_len: usize) -> usize {
+    LEAF_ENTRY_HEADER + key.len() + val_len
+}
+
+/// Write a leaf entry into `dst` (exactly `leaf_entry_size` bytes).
+pub(crate) fn write_leaf_entry(dst: &mut [u8], key: &[u8], flags: u8, val: &[u8]) {
+    dst[0..2].copy_from_slice(&(key.len() as u16).to_le_bytes());
+    dst[2..4].copy_from_slice(&(val.len() as u16).to_le_bytes());
+    dst[4] = flags;
+    dst[5..5 + key.len()].copy_from_slice(key);
+    dst[5 + key.len()..].copy_from_slice(val);
+}
+
+pub(crate) fn insert_leaf(p: &mut [u8], i: usize, key: &[u8], flags: u8, val: &[u8]) -> Result<()> {
+    let size = leaf_entry_size(key, val.len());
+    insert_raw(p, i, size, |d| write_leaf_entry(d, key, flags, val))
+}
+
+pub(crate) fn branch_entry_size(key: &[u8]) -> usize {
+    BRANCH_ENTRY_HEADER + key.len()
+}
+
+pub(crate) fn write_branch_entry(dst: &mut [u8], key: &[u8], child: u64) {
+    dst[0..2].copy_from_slice(&(key.len() as u16).to_le_bytes());
+    dst[2..10].copy_from_slice(&child.to_le_bytes());
+    dst[10..].copy_from_slice(key);
+}
+
+pub(crate) fn insert_branch(p: &mut [u8], i: usize, key: &[u8], child: u64) -> Result<()> {
+    insert_raw(p, i, branch_entry_size(key), |d| write_branch_entry(d, key, child))
+}
+
+/// Remove entry `i` (its bytes become garbage).
+pub(crate) fn remove(p: &mut [u8], i: usize) -> Result<()> {
+    let node = Node::new(p);
+    let n = node.count();
+    if i >= n {
+        return Err(corrupt("remove past the end"));
+    }
+    let size = node.entry_size(i)?;
+    let g = node.garbage() + size;
+    let s = SLOTS + 2 * i;
+    p.copy_within(s + 2..SLOTS + 2 * n, s);
+    set_count(p, n - 1);
+    set_garbage(p, g);
+    if n == 1 {
+        // Empty: reset the entry area.
+        let ps = p.len();
+        set_upper(p, ps);
+        set_garbage(p, 0);
+    }
+    Ok(())
+}
+
+/// Overwrite the stored value bytes of leaf entry `i` in place (same length).
+pub(crate) fn set_value_in_place(p: &mut [u8], i: usize, val: &[u8]) -> Result<()> {
+    let (_, v, start) = Node::new(p).value(i)?;
+    if v.len() != val.len() {
+        return Err(corrupt("in-place value of another size"));
+    }
+    p[start..start + val.len()].copy_from_slice(val);
+    Ok(())
+}
+
+/// Fill an empty page with raw entries (already encoded), in order.
+pub(crate) fn fill(p: &mut [u8], entries: &[&[u8]]) -> Result<()> {
+    let mut upper = p.len();
+    for (i, e) in entries.iter().enumerate() {
+        if upper < e.len() || upper - e.len() < SLOTS + 2 * (i + 1) {
+            return Err(corrupt("entries do not fit"));
+        }
+        upper -= e.len();
+        p[upper..upper + e.len()].copy_from_slice(e);
+        p[SLOTS + 2 * i..SLOTS + 2 * i + 2].copy_from_slice(&(upper as u16).to_le_bytes());
+    }
+    set_count(p, entries.len());
+    set_upper(p, upper);
+    set_garbage(p, 0);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_search_remove_compact() {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 0);
+        for (i, k) in [b"b".as_slice(), b"d", b"a", b"c"].iter().enumerate() {
+            let pos = Node::new(&p).search(k).unwrap().unwrap_err();
+            insert_leaf(&mut p, pos, k, 0, &[i as u8; 10]).unwrap();
+        }
+        let n = Node::new(&p);
+        assert_eq!(n.count(), 4);
+        let keys: Vec<&[u8]> = (0..4).map(|i| n.key(i).unwrap()).collect();
+        assert_eq!(keys, vec![b"a".as_slice(), b"b", b"c", b"d"]);
+        assert_eq!(n.search(b"c").unwrap(), Ok(2));
+        assert_eq!(n.search(b"bb").unwrap(), Err(2));
+        assert_eq!(n.value(0).unwrap().1, &[2u8; 10]);
+        remove(&mut p, 1).unwrap();
+        assert_eq!(Node::new(&p).garbage(), 16);
+        compact(&mut p).unwrap();
+        let n = Node::new(&p);
+        assert_eq!(n.garbage(), 0);
+        assert_eq!(n.key(1).unwrap(), b"c");
+        assert_eq!(n.value(2).unwrap().1, &[1u8; 10]);
+        assert_eq!(max_key_size(4096), 2001);
+    }
+
+    #[test]
+    fn branch_child_index() {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 1);
+        insert_branch(&mut p, 0, b"", 10).unwrap();
+        insert_branch(&mut p, 1, b"m", 11).unwrap();
+        insert_branch(&mut p, 2, b"t", 12).unwrap();
+        let n = Node::new(&p);
+        assert_eq!(n.child_index(b"a").unwrap(), 0);
+        assert_eq!(n.child_index(b"m").unwrap(), 1);
+        assert_eq!(n.child_index(b"s").unwrap(), 1);
+        assert_eq!(n.child_index(b"z").unwrap(), 2);
+        assert_eq!(n.child(2).unwrap(), 12);
+    }
+
+    #[test]
+    fn malformed_pages_are_errors() {
+        let mut p = vec![0u8; 4096];
+        init(&mut p, 0);
+        insert_leaf(&mut p, 0, b"k", 0, b"v").unwrap();
+        // Point the slot past the page.
+        p[SLOTS..SLOTS + 2].copy_from_slice(&4095u16.to_le_bytes());
+        let n = Node::new(&p);
+        assert!(n.key(0).is_err() || n.value(0).is_err());
+        // A count larger than the slots can hold.
+        p[OFF_COUNT..OFF_COUNT + 2].copy_from_slice(&60000u16.to_le_bytes());
+        assert!(Node::new(&p).search(b"zzz").is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! Overflow values: values too large to stay inline live in a chain of overflow pages.
+//!
+//! ```text
+//! overflow page (after the 32-byte page header)
+//!     32    8 next      next page of the chain, 0 on the last
+//!     40    4 len       value bytes on this page
+//!     44    4 reserved
+//!     48    . data
+//! leaf value of an overflow entry: total_len u64 | first_page u64
+//! ```
+//! Traversals are bounded by the length the leaf records, so a cycle or a wrong link is
+//! `Corrupted`, never a hang.
+
+use super::{PageRead, PageWrite};
+use crate::data::page::{self, PageKind, PAGE_HEADER};
+use crate::{Error, Result};
+use std::io::Read;
+
+pub(crate) const DATA_AT: usize = PAGE_HEADER + 16;
+
+/// Largest value: 4 GiB - 1.
+pub const MAX_VALUE_SIZE: u64 = u32::MAX as u64;
+
+pub(crate) fn capacity(page_size: usize) -> usize {
+    page_size - DATA_AT
+}
+
+pub(crate) fn pages_for(len: u64, page_size: usize) -> u64 {
+    len.div_ceil(capacity(page_size) as u64).max(1)
+}
+
+pub(crate) fn encode_ref(len: u64, first: u64) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&len.to_le_bytes());
+    b[8..].copy_from_slice(&first.to_le_bytes());
+    b
+}
+
+pub(crate) fn decode_ref(v: &[u8]) -> Result<(u64, u64)> {
+    if v.len() != 16 {
+        return Err(Error::corrupted(None, "overflow reference of the wrong size"));
+    }
+    Ok((u64::from_le_bytes(v[..8].try_into().expect("8")), u64::from_le_bytes(v[8..].try_into().expect("8"))))
+}
+
+fn set_link(p: &mut [u8], next: u64, len: usize) {
+    p[PAGE_HEADER..PAGE_HEADER + 8].copy_from_slice(&next.to_le_bytes());
+    p[PAGE_HEADER + 8..PAGE_HEADER + 12].copy_from_slice(&(len as u32).to_le_bytes());
+}
+
+/// The link of an overflow page: (next, len), checked.
+pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
+    if page::page_kind(p) != Some(PageKind::Overflow) {
+        return Err(Error::corrupted(Some(pgno), "expected an overflow page"));
+    }
+    let next = u64::from_le_bytes(p[PAGE_HEADER..PAGE_HEADER + 8].try_into().expect("8"));
+    let len = u32::from_le_bytes(p[PAGE_HEADER + 8..PAGE_HEADER + 12].try_into().expect("4")) as usize;
+    if len > p.len() - DATA_AT {
+        return Err(Error::corrupted(Some(pgno), "overflow page length past the page"));
+    }
+    Ok((next, len))
+}
+
+/// Write `value` as a chain of dirty pages; returns the first page and the page count.
+pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
+    let cap = capacity(w.page_size());
+    let chunks: Vec<&[u8]> = if value.is_empty() { vec![&[][..]] } else { value.chunks(cap).collect() };
+    let pages: Vec<u64> = (0..chunks.len()).map(|_| w.alloc(PageKind::Overflow)).collect::<Result<_>>()?;
+    for (i, c) in chunks.iter().enumerate() {
+        let next = pages.get(i + 1).copied().unwrap_or(0);
+        let p = w.page_mut(pages[i])?;
+        set_link(p, next, c.len());
+        p[DATA_AT..DATA_AT + c.len()].copy_from_slice(c);
+    }
+    Ok((pages[0], pages.len() as u64))
+}
+
+/// Stream `len` bytes from `r` into pages written straight to the data file (never more than one
+/// page in memory). Returns the first page and the page count.
+pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut dyn Read) -> Result<(u64, u64)> {
+    let ps = w.page_size();
+    let cap = capacity(ps);
+    let mut buf = vec![0u8; ps];
+    let mut left = len;
+    let first = w.reserve()?;
+    let mut cur = first;
+    let mut n = 0u64;
+    loop {
+        let take = left.min(cap as u64) as usize;
+        buf.fill(0);
+        page::init(&mut buf, cur, PageKind::Overflow);
+        r.read_exact(&mut buf[DATA_AT..DATA_AT + take]).map_err(|e| Error::io("read value from caller's reader", e))?;
+        left -= take as u64;
+        let next = if left > 0 { w.reserve()? } else { 0 };
+        set_link(&mut buf, next, take);
+        w.write_once(cur, &mut buf)?;
+        n += 1;
+        if next == 0 {
+            return Ok((first, n));
+        }
+        cur = next;
+    }
+}
+
+/// Visit the chain's pages in order, checking links against the recorded length.
+pub(crate) fn walk<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<u64> {
+    let ps = p.page_size();
+    let expect = pages_for(total, ps);
+    let mut cur = first;
+    let mut seen = 0u64;
+    let mut bytes = 0u64;
+    while cur != 0 {
+        seen += 1;
+        if seen > expect {
+            return Err(Error::corrupted(Some(cur), "overflow chain longer than its value"));
+        }
+        let page = p.page(cur)?;
+        let (next, len) = link(&page, cur)?;
+        f(cur, &page[DATA_AT..DATA_AT + len])?;
+        bytes += len as u64;
+        cur = next;
+    }
+    if bytes != total {
+        return Err(Error::corrupted(Some(first), format!("overflow chain holds {bytes} bytes, the leaf says {total}")));
+    }
+    Ok(seen)
+}
+
+/// Read the whole value.
+pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Result<Vec<u8>> {
+    let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
+    let mut out = Vec::with_capacity(cap.min(1 << 30));
+    walk(p, first, total, |_, d| {
+        out.extend_from_slice(d);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Free every page of the chain; returns how many.
+pub(crate) fn free<W: PageWrite + ?Sized>(w: &mut W, first: u64, total: u64) -> Result<u64> {
+    let mut pages = Vec::new();
+    walk(w, first, total, |pg, _| {
+        pages.push(pg);
+        Ok(())
+    })?;
+    for pg in &pages {
+        w.free(*pg)?;
+    }
+    Ok(pages.len() as u64)
+}
