@@ -1,0 +1,35 @@
+use jackdaw::{Durability, Env, Options};
+use std::time::Instant;
+fn main() {
+    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let dir = std::path::PathBuf::from("target/seqfill");
+    let _ = std::fs::remove_dir_all(&dir);
+    let val = vec![7u8; 100];
+    let t = Instant::now();
+    let env = Env::open(&dir, Options::default().durability(Durability::Sync)).unwrap();
+    let mut tx = env.write().unwrap();
+    let tree = tx.create_tree("t").unwrap();
+    for i in 0..n {
+        tx.put(&tree, format!("{i:016}"), &val).unwrap();
+    }
+    let st = tx.commit().unwrap();
+    env.close().unwrap();
+    drop(env);
+    let el = t.elapsed();
+    println!("fill-seq {n}: {:.0} ops/s ({:?}); commit {:?}", n as f64 / el.as_secs_f64(), el, st);
+    let env = Env::open(&dir, Options::default()).unwrap();
+    let r = env.read().unwrap();
+    let tree = r.open_tree("t").unwrap().unwrap();
+    println!("{:?}", r.tree_stats(&tree).unwrap());
+    let t = Instant::now();
+    let mut sum = 0usize;
+    for i in 0..n {
+        let v = r.get(&tree, format!("{i:016}")).unwrap().unwrap();
+        sum += v.len();
+    }
+    let el = t.elapsed();
+    println!("read-seq {n}: {:.0} ops/s, touched {} pages", n as f64 / el.as_secs_f64(), r.pages_touched());
+    assert_eq!(sum, n as usize * 100);
+    drop(r);
+    env.check().unwrap();
+}

@@ -1,0 +1,99 @@
+//! A 512 MiB value streamed in and out with bounded heap (its own test binary, so that no other
+//! test's allocations count).
+mod common;
+use common::*;
+use jackdaw::{Env, FlusherMode};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts live heap bytes and their peak.
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// A reader producing `n` bytes of a pattern without holding them.
+struct Pattern {
+    left: u64,
+    pos: u64,
+}
+impl Read for Pattern {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (buf.len() as u64).min(self.left) as usize;
+        for b in &mut buf[..n] {
+            *b = (self.pos % 251) as u8;
+            self.pos += 1;
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_512_mib_value_streams_in_and_out_with_little_heap() {
+    const LEN: u64 = 512 << 20;
+    let dir = tmpdir("bigvalue");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("blobs").unwrap();
+    tx.put(&t, b"small", b"x").unwrap();
+    tx.commit().unwrap();
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let mut tx = env.write().unwrap();
+    tx.put_reader(&t, b"big", LEN, Pattern { left: LEN, pos: 0 }).unwrap();
+    println!("after put_reader: peak {} MiB", (PEAK.load(Ordering::Relaxed) - base) >> 20);
+    let st = tx.commit().unwrap();
+    println!("after commit: peak {} MiB", (PEAK.load(Ordering::Relaxed) - base) >> 20);
+    assert!(st.written_once_pages as u64 >= LEN / 4096, "{st:?}");
+    assert!(st.journal_bytes_written < 16 << 20, "the value itself is not journaled: {st:?}");
+    let r = env.read().unwrap();
+    let mut rd = r.get_reader(&t, b"big").unwrap().unwrap();
+    assert_eq!(rd.remaining(), LEN);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0u64;
+    loop {
+        let n = rd.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        for b in &buf[..n] {
+            assert_eq!(*b, (pos % 251) as u8, "byte {pos}");
+            pos += 1;
+        }
+    }
+    assert_eq!(pos, LEN);
+    drop(rd);
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    println!("peak heap above baseline while writing and reading 512 MiB: {} MiB", peak >> 20);
+    assert!(peak < 64 << 20, "peak heap {peak} bytes");
+    assert_eq!(r.tree_stats(&t).unwrap().overflow_pages, LEN.div_ceil(4096 - 48));
+    drop(r);
+    env.check().unwrap();
+    // Deleting it frees every page.
+    let mut tx = env.write().unwrap();
+    assert!(tx.delete(&t, b"big").unwrap());
+    tx.commit().unwrap();
+    let s = env.stats();
+    assert!(s.free_pages >= LEN / 4096, "{s:?}");
+    env.check().unwrap();
+}
+
