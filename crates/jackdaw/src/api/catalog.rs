@@ -86,7 +86,7 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>)
         }
     };
     let mut named = Vec::new();
-    crate::tree::check::walk(p, "(root)", &meta.root, &mut pages, problems, |k, _, v| {
+    crate::tree::check::walk(p, "(root)", &meta.root, &mut pages, problems, &mut |k, _, v| {
         named.push((String::from_utf8_lossy(k).into_owned(), TreeDesc::decode(v)));
     });
     let mut ids = std::collections::HashSet::new();
@@ -96,7 +96,7 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>)
                 if d.id == 0 || d.id >= meta.next_tree_id || !ids.insert(d.id) {
                     problems.push(format!("tree {name}: bad or duplicate id {}", d.id));
                 }
-                crate::tree::check::walk(p, &name, &d, &mut pages, problems, |_, _, _| {});
+                crate::tree::check::walk(p, &name, &d, &mut pages, problems, &mut |_, _, _| {});
             }
             Err(e) => problems.push(format!("tree {name}: {e}")),
         }

@@ -4,7 +4,8 @@
 use super::Bytes;
 use crate::tree::cursor::Cursor as TreeCursor;
 use crate::tree::node::{Node, FLAG_OVERFLOW};
-use crate::tree::{overflow, PageRead, TreeDesc};
+use crate::tree::multi::{decode_list, FLAG_NESTED, FLAG_SUBTREE};
+use crate::tree::{overflow, PageRead, TreeDesc, TreeKind};
 use crate::txn::{PageRef, PageTxn, Snapshot};
 use crate::Result;
 use std::ops::Bound;
@@ -15,7 +16,7 @@ mod sealed {
 }
 
 /// Where an iterator reads pages from (a snapshot, or the write transaction).
-pub trait Source: sealed::Sealed {
+pub trait Source: sealed::Sealed + Clone {
     #[doc(hidden)]
     fn pages(&self) -> &dyn PageReadDyn;
     #[doc(hidden)]
@@ -64,6 +65,7 @@ impl Source for SnapSource {
 }
 
 /// The write transaction as an iteration source (bytes are copied: its pages may change).
+#[derive(Clone, Copy)]
 pub struct TxSource<'a>(pub(crate) &'a PageTxn);
 impl sealed::Sealed for TxSource<'_> {}
 impl Source for TxSource<'_> {
@@ -75,8 +77,14 @@ impl Source for TxSource<'_> {
     }
 }
 
-/// The entry under a tree cursor as (key, value).
-fn entry<S: Source>(src: &S, c: &TreeCursor) -> Result<(Bytes, Bytes)> {
+/// What a leaf entry yields: a (key, value) pair, or (multi-value trees) a key's values.
+enum Item<S: Source> {
+    Pair(Bytes, Bytes),
+    Group(Bytes, Values<S>),
+}
+
+/// The entry under a tree cursor.
+fn entry<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<Item<S>> {
     let p = src.pages();
     let page = p.page(c.leaf())?;
     let n = Node::new(&page);
@@ -84,13 +92,108 @@ fn entry<S: Source>(src: &S, c: &TreeCursor) -> Result<(Bytes, Bytes)> {
     let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
     let k = src.bytes(&page, c.leaf(), kstart, key.len());
     let (flags, v, vstart) = n.value(c.idx())?;
+    if multi {
+        let vals = Values::from_stored(src, &page, c.leaf(), flags, v, vstart)?;
+        return Ok(Item::Group(k, vals));
+    }
     let v = if flags == FLAG_OVERFLOW {
         let (len, first) = overflow::decode_ref(v)?;
         Bytes::owned(overflow::read(p, first, len)?)
     } else {
         src.bytes(&page, c.leaf(), vstart, v.len())
     };
-    Ok((k, v))
+    Ok(Item::Pair(k, v))
+}
+
+/// The values of one key of a multi-value tree, in order (double-ended, seekable).
+pub struct Values<S: Source> {
+    repr: ValuesRepr<S>,
+}
+
+enum ValuesRepr<S: Source> {
+    List { vals: Vec<Bytes>, front: usize, back: usize },
+    Tree { src: S, desc: TreeDesc, it: Box<Iter<S>> },
+}
+
+impl<S: Source> Values<S> {
+    pub(crate) fn empty() -> Values<S> {
+        Values { repr: ValuesRepr::List { vals: Vec::new(), front: 0, back: 0 } }
+    }
+
+    pub(crate) fn from_stored(src: &S, page: &PageRef<'_>, pgno: u64, flags: u8, v: &[u8], vstart: usize) -> Result<Values<S>> {
+        match flags {
+            FLAG_NESTED => {
+                let list = decode_list(v)?;
+                let vals: Vec<Bytes> = list
+                    .iter()
+                    .map(|x| src.bytes(page, pgno, vstart + (x.as_ptr() as usize - v.as_ptr() as usize), x.len()))
+                    .collect();
+                let back = vals.len();
+                Ok(Values { repr: ValuesRepr::List { vals, front: 0, back } })
+            }
+            FLAG_SUBTREE => {
+                let desc = TreeDesc::decode(v)?;
+                let it = Box::new(Iter::new(src.clone(), desc, Bound::Unbounded, Bound::Unbounded));
+                Ok(Values { repr: ValuesRepr::Tree { src: src.clone(), desc, it } })
+            }
+            f => Err(crate::Error::corrupted(Some(pgno), format!("multi-value entry with flags {f}"))),
+        }
+    }
+
+    /// Move the front to the first value >= `value` (the back end is reset to the last value).
+    pub fn seek(&mut self, value: impl AsRef<[u8]>) {
+        let value = value.as_ref();
+        match &mut self.repr {
+            ValuesRepr::List { vals, front, back } => {
+                *front = vals.partition_point(|x| x.as_ref() < value);
+                *back = vals.len();
+            }
+            ValuesRepr::Tree { src, desc, it } => {
+                **it = Iter::new(src.clone(), *desc, Bound::Included(value.to_vec()), Bound::Unbounded);
+            }
+        }
+    }
+
+    fn step(&mut self, forward: bool) -> Option<Result<Bytes>> {
+        match &mut self.repr {
+            ValuesRepr::List { vals, front, back } => {
+                if *front >= *back {
+                    return None;
+                }
+                if forward {
+                    *front += 1;
+                    Some(Ok(vals[*front - 1].clone()))
+                } else {
+                    *back -= 1;
+                    Some(Ok(vals[*back].clone()))
+                }
+            }
+            ValuesRepr::Tree { it, .. } => {
+                let x = if forward { it.next() } else { it.next_back() };
+                x.map(|r| r.map(|(k, _)| k))
+            }
+        }
+    }
+}
+
+impl<S: Source> Iterator for Values<S> {
+    type Item = Result<Bytes>;
+    fn next(&mut self) -> Option<Result<Bytes>> {
+        self.step(true)
+    }
+}
+
+impl<S: Source> DoubleEndedIterator for Values<S> {
+    fn next_back(&mut self) -> Option<Result<Bytes>> {
+        self.step(false)
+    }
+}
+
+fn pair<S: Source>(item: Result<Item<S>>) -> Result<(Bytes, Bytes)> {
+    match item? {
+        Item::Pair(k, v) => Ok((k, v)),
+        Item::Group(..) => Err(crate::Error::corrupted(None, "multi-value group in a plain tree")),
+    }
 }
 
 fn key_of<S: Source>(src: &S, c: &TreeCursor) -> Result<Vec<u8>> {
@@ -108,6 +211,9 @@ pub struct Iter<S: Source> {
     back: TreeCursor,
     started: bool,
     done: bool,
+    multi: bool,
+    front_inner: Option<(Bytes, Values<S>)>,
+    back_inner: Option<(Bytes, Values<S>)>,
 }
 
 /// A range over a read snapshot: owns what it needs (`'static`), so it can live beside the
@@ -126,7 +232,20 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 impl<S: Source> Iter<S> {
     pub(crate) fn new(src: S, desc: TreeDesc, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Iter<S> {
-        Iter { src, desc, lo, hi, front: TreeCursor::default(), back: TreeCursor::default(), started: false, done: false }
+        let multi = desc.kind() == TreeKind::Multi;
+        Iter {
+            src,
+            desc,
+            lo,
+            hi,
+            front: TreeCursor::default(),
+            back: TreeCursor::default(),
+            started: false,
+            done: false,
+            multi,
+            front_inner: None,
+            back_inner: None,
+        }
     }
 
     fn start(&mut self) -> Result<()> {
@@ -144,7 +263,8 @@ impl<S: Source> Iter<S> {
         self.front.leaf() == self.back.leaf() && self.front.idx() == self.back.idx()
     }
 
-    fn step(&mut self, forward: bool) -> Option<Result<(Bytes, Bytes)>> {
+    /// The next leaf entry from one end.
+    fn outer(&mut self, forward: bool) -> Option<Result<Item<S>>> {
         if !self.started {
             if let Err(e) = self.start() {
                 self.done = true;
@@ -155,7 +275,7 @@ impl<S: Source> Iter<S> {
             return None;
         }
         let cur = if forward { &self.front } else { &self.back };
-        let item = entry(&self.src, cur);
+        let item = entry(&self.src, cur, self.multi);
         if item.is_err() || self.same() {
             self.done = true;
             return Some(item);
@@ -171,6 +291,41 @@ impl<S: Source> Iter<S> {
             self.done = true;
         }
         Some(item)
+    }
+
+    fn step(&mut self, forward: bool) -> Option<Result<(Bytes, Bytes)>> {
+        if !self.multi {
+            return self.outer(forward).map(pair);
+        }
+        loop {
+            let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
+            if let Some((k, vals)) = side {
+                match vals.step(forward) {
+                    Some(v) => return Some(v.map(|v| (k.clone(), v))),
+                    None => *side = None,
+                }
+            }
+            match self.outer(forward) {
+                Some(Ok(Item::Group(k, vals))) => {
+                    let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
+                    *side = Some((k, vals));
+                }
+                Some(Ok(Item::Pair(..))) => return Some(Err(crate::Error::corrupted(None, "plain entry in a multi-value tree"))),
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    // The other end may hold the last key's remaining values.
+                    let other = if forward { &mut self.back_inner } else { &mut self.front_inner };
+                    let (k, vals) = other.as_mut()?;
+                    return match vals.step(forward) {
+                        Some(v) => Some(v.map(|v| (k.clone(), v))),
+                        None => {
+                            *other = None;
+                            None
+                        }
+                    };
+                }
+            }
+        }
     }
 }
 
@@ -217,7 +372,7 @@ impl<S: Source> Cursor<S> {
         if !self.c.is_valid() {
             return Ok(None);
         }
-        entry(&self.src, &self.c).map(Some)
+        pair(entry(&self.src, &self.c, false)).map(Some)
     }
     /// Advance and return the new entry.
     pub fn next(&mut self) -> Result<Option<(Bytes, Bytes)>> {

@@ -6,7 +6,7 @@ pub(crate) mod iter;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use iter::{Cursor, Range, Source, WriteRange};
+pub use iter::{Cursor, Range, Source, Values, WriteRange};
 pub use read::{ReadTxn, ValueReader};
 pub use write::WriteTxn;
 
@@ -64,8 +64,10 @@ impl From<&crate::tree::TreeDesc> for TreeStats {
 /// Bytes returned by the engine: a key or a value. Zero-copy from the snapshot where possible
 /// (inline values in mapped or in-memory pages); owned for overflow values and for reads inside
 /// a write transaction. Holds what it points into alive, so it can outlive the transaction.
+#[derive(Clone)]
 pub struct Bytes(Repr);
 
+#[derive(Clone)]
 enum Repr {
     Mapped { snap: Arc<Snapshot>, pgno: u64, start: u32, len: u32 },
     Held { buf: PageBuf, start: u32, len: u32 },

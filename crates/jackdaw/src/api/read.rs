@@ -1,12 +1,12 @@
 //! Read transactions over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{owned_bounds, prefix_bounds, Cursor, Range, SnapSource};
+use super::iter::{owned_bounds, prefix_bounds, Cursor, Range, SnapSource, Values};
 use super::{Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::FLAG_OVERFLOW;
-use crate::tree::{overflow, Meta, TreeDesc, TreeKind};
+use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind};
 use crate::txn::core::Core;
 use crate::txn::{PageRef, Snapshot};
 use crate::{Error, Result};
@@ -144,16 +144,45 @@ impl ReadTxn {
         }))
     }
 
-    /// Entries with keys in `range`, in order (double-ended).
+    fn multi(&self, tree: &Tree) -> Result<TreeDesc> {
+        let d = self.desc(tree)?;
+        if d.kind() != TreeKind::Multi {
+            return Err(Error::WrongTreeKind(tree.name.to_string()));
+        }
+        Ok(d)
+    }
+
+    /// Number of values of `key` in a multi-value tree, in O(1).
+    pub fn multi_count(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
+        let desc = self.multi(tree)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        multi::count(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)
+    }
+
+    /// The values of `key` in a multi-value tree, in order (double-ended, seekable).
+    pub fn multi_get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Values<SnapSource>> {
+        let desc = self.multi(tree)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let src = SnapSource(self.snap.clone());
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else { return Ok(Values::empty()) };
+        let (flags, v, vstart) = f.value()?;
+        let pgno = crate::data::page::page_no(&f.page);
+        Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+    }
+
+    /// Entries with keys in `range`, in order (double-ended); one item per value in a
+    /// multi-value tree, in (key, value) order.
     pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(&self, tree: &Tree, range: R) -> Result<Range> {
-        let desc = self.plain(tree)?;
+        let desc = self.desc(tree)?;
         let (lo, hi) = owned_bounds(&range);
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
     }
 
     /// Entries whose keys start with `prefix`, in order (double-ended).
     pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<Range> {
-        let desc = self.plain(tree)?;
+        let desc = self.desc(tree)?;
         let (lo, hi) = prefix_bounds(prefix.as_ref());
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
     }

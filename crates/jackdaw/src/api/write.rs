@@ -1,7 +1,7 @@
 //! The write transaction over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{owned_bounds, prefix_bounds, Cursor, TxSource, WriteRange};
+use super::iter::{owned_bounds, prefix_bounds, Cursor, TxSource, Values, WriteRange};
 use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
@@ -9,7 +9,7 @@ use crate::options::Durability;
 use crate::stats::CommitStats;
 use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::{FLAG_INLINE, FLAG_OVERFLOW};
-use crate::tree::{overflow, Meta, TreeDesc, TreeKind, DESC_LEN};
+use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind, DESC_LEN};
 use crate::txn::core::Core;
 use crate::txn::{PageRef, PageTxn};
 use crate::{Error, Result};
@@ -249,16 +249,88 @@ impl WriteTxn {
         Ok(Some(Bytes::owned(v.to_vec())))
     }
 
-    /// Entries with keys in `range`, seeing this transaction's changes.
+    fn any_desc(&mut self, tree: &Tree) -> Result<TreeDesc> {
+        Ok(self.state(tree)?.desc)
+    }
+
+    // ----- multi-value trees -----
+
+    /// Create the multi-value tree `name`, or open it if it exists.
+    pub fn create_multi_tree(&mut self, name: &str) -> Result<Tree> {
+        self.create(name, TreeKind::Multi)
+    }
+
+    fn check_multi_value(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let ps = self.raw.page_size();
+        check_key(key, ps)?;
+        let max = crate::tree::node::max_key_size(ps);
+        if value.len() > max {
+            return Err(Error::ValueTooLarge { len: value.len() as u64, max: max as u64 });
+        }
+        Ok(())
+    }
+
+    /// Add `value` to `key`'s values; false if it was there already (a no-op).
+    pub fn multi_put(&mut self, tree: &Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<bool> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.check_multi_value(key, value)?;
+        let mut desc = self.desc(tree, TreeKind::Multi)?;
+        let added = multi::put(&mut self.raw, &mut desc, &mut self.cache, key, value, &mut self.touched)?;
+        self.store(tree, desc);
+        Ok(added)
+    }
+
+    /// Remove `value` from `key`'s values; false if it was not there.
+    pub fn multi_delete(&mut self, tree: &Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<bool> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.check_multi_value(key, value)?;
+        let mut desc = self.desc(tree, TreeKind::Multi)?;
+        let removed = multi::delete(&mut self.raw, &mut desc, &mut self.cache, key, value, &mut self.touched)?;
+        if removed {
+            self.store(tree, desc);
+        }
+        Ok(removed)
+    }
+
+    /// Remove every value of `key`; returns how many there were.
+    pub fn multi_delete_all(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
+        let key = key.as_ref();
+        check_key(key, self.raw.page_size())?;
+        let mut desc = self.desc(tree, TreeKind::Multi)?;
+        let n = multi::delete_all(&mut self.raw, &mut desc, &mut self.cache, key, &mut self.touched)?;
+        if n > 0 {
+            self.store(tree, desc);
+        }
+        Ok(n)
+    }
+
+    /// Number of values of `key`, in O(1).
+    pub fn multi_count(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
+        let desc = self.desc(tree, TreeKind::Multi)?;
+        multi::count(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)
+    }
+
+    /// The values of `key`, in order, seeing this transaction's changes.
+    pub fn multi_get(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Values<TxSource<'_>>> {
+        let desc = self.desc(tree, TreeKind::Multi)?;
+        let src = TxSource(&self.raw);
+        let Some(f) = btree::get(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)? else { return Ok(Values::empty()) };
+        let (flags, v, vstart) = f.value()?;
+        let pgno = crate::data::page::page_no(&f.page);
+        Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+    }
+
+    /// Entries with keys in `range`, seeing this transaction's changes (one item per value in a
+    /// multi-value tree, in (key, value) order).
     pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(&mut self, tree: &Tree, range: R) -> Result<WriteRange<'_>> {
-        let desc = self.desc(tree, TreeKind::Plain)?;
+        let desc = self.any_desc(tree)?;
         let (lo, hi) = owned_bounds(&range);
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
     /// Entries whose keys start with `prefix`, seeing this transaction's changes.
     pub fn prefix(&mut self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<WriteRange<'_>> {
-        let desc = self.desc(tree, TreeKind::Plain)?;
+        let desc = self.any_desc(tree)?;
         let (lo, hi) = prefix_bounds(prefix.as_ref());
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }

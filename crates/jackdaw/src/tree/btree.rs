@@ -481,6 +481,7 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
     }
     let mut pages = Vec::new();
     let mut overflows = Vec::new();
+    let mut nested = Vec::new();
     let mut stack = vec![(desc.root, desc.depth - 1)];
     while let Some((pg, level)) = stack.pop() {
         pages.push(pg);
@@ -497,12 +498,17 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
                 let (flags, v, _) = n.value(i)?;
                 if flags == FLAG_OVERFLOW {
                     overflows.push(overflow::decode_ref(v)?);
+                } else if flags == super::multi::FLAG_SUBTREE {
+                    nested.push(TreeDesc::decode(v)?);
                 }
             }
         }
     }
     for (len, first) in overflows {
         overflow::free(w, first, len)?;
+    }
+    for d in nested {
+        free_all(w, &d)?;
     }
     for pg in pages {
         w.free(pg)?;

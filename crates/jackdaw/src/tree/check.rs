@@ -7,22 +7,24 @@ use super::{overflow, PageRead, TreeDesc};
 use crate::data::page::{self, PageKind};
 use std::collections::HashSet;
 
-/// Walk `desc`'s tree; push reached pages into `pages`, problems into `problems`. Returns the
-/// leaf entries seen, and calls `on_entry(key, flags, stored_value)` for each.
+/// Walk `desc`'s tree (and, in a multi-value tree, its nested lists and trees); push reached
+/// pages into `pages`, problems into `problems`; call `on_entry(key, flags, stored_value)` for
+/// each leaf entry. Returns the counted (branch, leaf, overflow pages, entries).
 pub(crate) fn walk<P: PageRead + ?Sized>(
     p: &P,
     name: &str,
     desc: &TreeDesc,
     pages: &mut Vec<u64>,
     problems: &mut Vec<String>,
-    mut on_entry: impl FnMut(&[u8], u8, &[u8]),
-) {
+    on_entry: &mut dyn FnMut(&[u8], u8, &[u8]),
+) -> (u64, u64, u64, u64) {
     if desc.root == 0 {
         if desc.entries != 0 || desc.branch_pages + desc.leaf_pages + desc.overflow_pages != 0 {
             problems.push(format!("tree {name}: empty but its descriptor counts {desc:?}"));
         }
-        return;
+        return (0, 0, 0, 0);
     }
+    let multi = desc.kind() == super::TreeKind::Multi;
     let mut seen = HashSet::new();
     let (mut branches, mut leaves, mut overflows, mut entries) = (0u64, 0u64, 0u64, 0u64);
     // (page, level, low fence, high fence)
@@ -113,7 +115,34 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                 }
                                 Err(e) => problems.push(format!("tree {name}: page {pg}: {e}")),
                             }
-                        } else if flags != super::node::FLAG_INLINE {
+                        } else if multi && flags == super::multi::FLAG_NESTED {
+                            match super::multi::decode_list(v) {
+                                Ok(vals) if !vals.is_empty() => entries += vals.len() as u64 - 1,
+                                Ok(_) => problems.push(format!("tree {name}: page {pg} entry {i}: empty nested list")),
+                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                            }
+                        } else if multi && flags == super::multi::FLAG_SUBTREE {
+                            match TreeDesc::decode(v) {
+                                Ok(d) if d.entries > 0 && d.kind() == super::TreeKind::Plain => {
+                                    let sub = format!("{name}/nested");
+                                    let mut odd = 0u64;
+                                    let (b, l, o, e) = walk(p, &sub, &d, pages, problems, &mut |_, f, sv| {
+                                        if f != super::node::FLAG_INLINE || !sv.is_empty() {
+                                            odd += 1;
+                                        }
+                                    });
+                                    if odd > 0 {
+                                        problems.push(format!("tree {sub}: {odd} entries carry data (values must be keys)"));
+                                    }
+                                    branches += b;
+                                    leaves += l;
+                                    overflows += o;
+                                    entries += e - 1;
+                                }
+                                Ok(d) => problems.push(format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}")),
+                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                            }
+                        } else if flags != super::node::FLAG_INLINE || multi {
                             problems.push(format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"));
                         }
                     }
@@ -131,4 +160,5 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
             desc.branch_pages, desc.leaf_pages, desc.overflow_pages
         ));
     }
+    (branches, leaves, overflows, entries)
 }

@@ -5,6 +5,7 @@
 pub(crate) mod btree;
 pub(crate) mod check;
 pub(crate) mod cursor;
+pub(crate) mod multi;
 pub(crate) mod node;
 pub(crate) mod overflow;
 
