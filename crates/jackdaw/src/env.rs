@@ -254,8 +254,10 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         journal_dir,
         data,
         journal: Mutex::new(journal),
+        journal_cv: Condvar::new(),
         table: PageTable::default(),
         committed: Mutex::new(committed),
+        prepared: Mutex::new(committed),
         txlog: Mutex::new(VecDeque::new()),
         readers: Mutex::new(Readers::default()),
         writer: Arc::new(Mutex::new(())),
@@ -344,6 +346,12 @@ where
 {
     // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
     let _w = core.writer.lock();
+    // Wait for pipelined commits in flight to become visible.
+    {
+        let mut j = core.journal.lock();
+        let prepared = core.prepared.lock().txid;
+        core.journal_cv.wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
+    }
     let header = *core.flush_state.lock();
     let rtx = ReadTxn::begin(core);
     let g = Geometry::new(core.page_size);

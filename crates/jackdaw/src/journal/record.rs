@@ -246,50 +246,62 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
     true
 }
 
-/// Encode a whole record into `out` (4 KiB aligned, padded). Returns its header.
-pub(crate) fn encode(
+/// A payload ready to be framed: compressed with LZ4 when that saves at least 1/8.
+pub(crate) struct Compressed {
+    pub stored: Vec<u8>,
+    pub flags: u32,
+    pub raw_len: u32,
+    pub page_count: u32,
+    /// Bytes the payload would take with full page images (for stats).
+    pub full_bytes: u64,
+}
+
+/// Compress a payload (done before the record's place in the journal is known).
+pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
+    let raw = payload.buf;
+    let raw_len = u32::try_from(raw.len()).map_err(|_| Error::Invalid("transaction too large for one journal record (4 GiB)".into()))?;
+    let (stored, flags) = if raw.len() >= 512 {
+        let c = lz4_flex::block::compress(&raw);
+        if c.len() < raw.len() - raw.len() / 8 {
+            (c, FLAG_LZ4)
+        } else {
+            (raw, 0)
+        }
+    } else {
+        (raw, 0)
+    };
+    Ok(Compressed { stored, flags, raw_len, page_count: payload.count, full_bytes: payload.full_bytes })
+}
+
+/// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
+pub(crate) fn frame(
     out: &mut AlignedBuf,
-    scratch: &mut Vec<u8>,
     txid: u64,
     generation: u64,
     db_id: u64,
     next_page: u64,
     synced_through: u64,
-    payload: &PayloadBuilder,
-) -> Result<RecordHeader> {
-    let raw = &payload.buf;
-    let raw_len = u32::try_from(raw.len()).map_err(|_| Error::Invalid("transaction too large for one journal record (4 GiB)".into()))?;
-    let mut flags = 0;
-    // LZ4 when it saves at least 1/8 (and the payload is worth the effort).
-    let mut stored: &[u8] = raw;
-    if raw.len() >= 512 {
-        scratch.resize(lz4_flex::block::get_maximum_output_size(raw.len()), 0);
-        if let Ok(n) = lz4_flex::block::compress_into(raw, scratch) {
-            if n < raw.len() - raw.len() / 8 {
-                flags |= FLAG_LZ4;
-                stored = &scratch[..n];
-            }
-        }
-    }
+    c: &Compressed,
+) -> RecordHeader {
     let mut h = RecordHeader {
         txid,
         generation,
         db_id,
         next_page,
-        page_count: payload.count,
-        flags,
-        stored_len: stored.len() as u32,
-        raw_len,
+        page_count: c.page_count,
+        flags: c.flags,
+        stored_len: c.stored.len() as u32,
+        raw_len: c.raw_len,
         synced_through,
         checksum: 0,
     };
-    h.checksum = h.compute_checksum(stored);
+    h.checksum = h.compute_checksum(&c.stored);
     out.reset(h.record_len() as usize);
     let buf = out.as_mut_slice();
     buf[..HEADER_LEN].copy_from_slice(&h.encode_prefix());
     buf[CHECKSUM_AT..HEADER_LEN].copy_from_slice(&h.checksum.to_le_bytes());
-    buf[HEADER_LEN..HEADER_LEN + stored.len()].copy_from_slice(stored);
-    Ok(h)
+    buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
+    h
 }
 
 /// Check a record read from a file of `generation` (bytes start at the header; at least
@@ -392,8 +404,8 @@ mod tests {
 
     fn roundtrip(p: &PayloadBuilder) -> (RecordHeader, Vec<u8>) {
         let mut out = AlignedBuf::default();
-        let mut scratch = Vec::new();
-        let h = encode(&mut out, &mut scratch, 5, 2, 99, 1000, 4, p).unwrap();
+        let c = compress(PayloadBuilder { buf: p.buf.clone(), count: p.count, full_bytes: p.full_bytes }).unwrap();
+        let h = frame(&mut out, 5, 2, 99, 1000, 4, &c);
         assert_eq!(out.as_slice().len() % BLOCK, 0);
         assert_eq!(out.as_slice().as_ptr() as usize % BLOCK, 0);
         let h2 = RecordHeader::decode(out.as_slice()).unwrap();
@@ -464,8 +476,7 @@ mod tests {
         let mut p = PayloadBuilder::default();
         p.add_page(9, &page(5, ps), None);
         let mut out = AlignedBuf::default();
-        let mut s = Vec::new();
-        let h = encode(&mut out, &mut s, 1, 1, 1, 10, 0, &p).unwrap();
+        let h = frame(&mut out, 1, 1, 1, 10, 0, &compress(p).unwrap());
         let bytes = out.as_slice().to_vec();
         // Wrong generation or database: not a live record.
         assert!(verify_and_decode(&h, &bytes, 2, 1).is_none());

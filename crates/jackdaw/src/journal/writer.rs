@@ -9,7 +9,7 @@
 //! 3. Within one file, records are back to back from offset 0; a record that does not fit starts
 //!    the next generation at offset 0.
 
-use super::record::{self, AlignedBuf, PayloadBuilder};
+use super::record::{self, AlignedBuf, Compressed};
 use super::{path, JournalPos};
 use crate::error::IoContext;
 use crate::options::Durability;
@@ -69,7 +69,6 @@ pub(crate) struct Journal {
     written_txid: u64,
     durable_txid: u64,
     buf: AlignedBuf,
-    scratch: Vec<u8>,
     /// Set after a failed write or sync: the journal's state on disk is unknown.
     failed: bool,
 }
@@ -107,9 +106,12 @@ impl Journal {
             written_txid: last_txid,
             durable_txid: last_txid,
             buf: AlignedBuf::default(),
-            scratch: Vec::new(),
             failed: false,
         }
+    }
+
+    pub(crate) fn last_txid(&self) -> u64 {
+        self.last_txid
     }
 
     pub(crate) fn durable_txid(&self) -> u64 {
@@ -128,7 +130,7 @@ impl Journal {
         &mut self,
         txid: u64,
         next_page: u64,
-        payload: &PayloadBuilder,
+        payload: &Compressed,
         durability: Durability,
     ) -> Result<Appended> {
         let r = self.append_inner(txid, next_page, payload, durability);
@@ -138,17 +140,16 @@ impl Journal {
         r
     }
 
-    fn append_inner(&mut self, txid: u64, next_page: u64, payload: &PayloadBuilder, durability: Durability) -> Result<Appended> {
-        debug_assert_eq!(txid, self.last_txid + 1);
+    fn append_inner(&mut self, txid: u64, next_page: u64, payload: &Compressed, durability: Durability) -> Result<Appended> {
         // Encode once with the current generation; re-encode if rotation changes it.
         let mut generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-        let mut h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, self.durable_txid, payload)?;
+        let mut h = record::frame(&mut self.buf, txid, generation, self.db_id, next_page, self.durable_txid, payload);
         let len = h.record_len();
         let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
         if !fits {
             self.rotate(len)?;
             generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-            h = record::encode(&mut self.buf, &mut self.scratch, txid, generation, self.db_id, next_page, self.durable_txid, payload)?;
+            h = record::frame(&mut self.buf, txid, generation, self.db_id, next_page, self.durable_txid, payload);
         }
         let cur = self.cur.as_mut().expect("rotate sets cur");
         let offset = cur.end;

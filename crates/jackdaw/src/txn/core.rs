@@ -21,8 +21,8 @@ pub(crate) struct TxRecord {
     pub pages: Vec<u64>,
     pub bytes: u64,
     pub next_page: u64,
-    /// Journal position just after this transaction's record.
-    pub journal_end: JournalPos,
+    /// Journal position just after this transaction's record (set once it is written).
+    pub journal_end: Option<JournalPos>,
 }
 
 /// The committed state readers and the writer start from.
@@ -76,8 +76,13 @@ pub(crate) struct Core {
     pub journal_dir: PathBuf,
     pub data: DataFile,
     pub journal: Mutex<Journal>,
+    /// Signalled after every append: prepared transactions wait here for their turn.
+    pub journal_cv: Condvar,
     pub table: PageTable,
+    /// The last transaction visible to new snapshots (its record is written).
     pub committed: Mutex<Committed>,
+    /// The last prepared transaction: the base of the next write transaction.
+    pub prepared: Mutex<Committed>,
     pub txlog: Mutex<VecDeque<TxRecord>>,
     pub readers: Mutex<Readers>,
     /// The single-writer lock.

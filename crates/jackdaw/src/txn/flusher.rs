@@ -58,6 +58,11 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
             pages.extend(t.pages.iter().copied());
             last = Some((t.next_page, t.journal_end));
         }
+        let last = match last {
+            Some((np, Some(end))) => Some((np, end)),
+            Some((_, None)) => return Err(Error::corrupted(None, "flusher: a visible transaction has no journal position")),
+            None => None,
+        };
         (pages, last)
     };
     let Some((next_page, journal_end)) = last else {

@@ -9,13 +9,13 @@
 //!    state is only replaced at commit.
 
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
-use super::core::{Core, TxRecord};
+use super::core::{Committed, Core, TxRecord};
 use super::flusher;
 use super::page_table::{PageBuf, PgnoMap};
 use super::read::{PageRef, View};
 use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
-use crate::journal::record::PayloadBuilder;
+use crate::journal::record::{self, PayloadBuilder};
 use crate::options::{Durability, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters};
 use crate::{Error, Result};
@@ -62,8 +62,9 @@ impl PageTxn {
             core.writer.try_lock_arc().ok_or(Error::Busy("another write transaction is active"))?
         };
         core.check_writable()?;
-        let c = core.committed();
+        let c = *core.prepared.lock();
         let free = core.alloc.lock().free.clone();
+        HELD.with(|h| h.borrow_mut().push(Arc::as_ptr(core) as usize));
         Ok(PageTxn {
             core: core.clone(),
             _guard: guard,
@@ -244,18 +245,21 @@ impl PageTxn {
         Ok(once)
     }
 
-    /// Commit: one journal record (durable on return in `Sync` mode), then publish the pages to
-    /// new snapshots.
-    pub(crate) fn commit(mut self) -> Result<CommitStats> {
+    /// Commit: `prepare`, then `finish`.
+    pub(crate) fn commit(self) -> Result<CommitStats> {
+        self.prepare()?.finish()
+    }
+
+    /// The first half of a commit, under the writer lock: seal the pages, grow the file, write
+    /// pages once, build and compress the journal payload, and publish the page versions to the
+    /// page table, invisible to snapshots until `finish`. Releases the writer lock, so the next
+    /// transaction can be built on this one while its record is written (pipelined commit).
+    pub(crate) fn prepare(mut self) -> Result<Prepared> {
         let core = self.core.clone();
         let t0 = std::time::Instant::now();
         core.check_writable()?;
         if self.dirty.is_empty() && self.streamed.is_empty() {
-            if self.durability == Durability::Sync {
-                let r = core.journal.lock().make_durable(self.base.txid);
-                r.inspect_err(|e| core.poison(e))?;
-            }
-            return Ok(CommitStats { time: t0.elapsed(), ..Default::default() });
+            return Ok(Prepared { core, txid: None, base: self.base.txid, next_page: 0, payload: None, durability: self.durability, stats: CommitStats::default(), t0, done: false });
         }
         let txid = self.base.txid + 1;
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
@@ -282,46 +286,121 @@ impl PageTxn {
                 payload.add_page(*p, &d.buf, Some(&old));
             }
         }
-        let appended = {
-            let mut j = core.journal.lock();
-            if j.failed() {
-                return Err(Error::Poisoned("an earlier journal write failed".into()));
-            }
-            j.append(txid, self.next_page, &payload, self.durability)
-        }
-        .inspect_err(|e| core.poison(e))?;
+        let stats = CommitStats {
+            txid,
+            pages: pgnos.len() + self.streamed.len(),
+            written_once_pages: once.len() + self.streamed.len(),
+            journal_bytes_full: payload.full_bytes,
+            journal_bytes_raw: payload.buf.len() as u64,
+            journal_bytes_written: 0,
+            time: std::time::Duration::ZERO,
+        };
+        let payload = record::compress(payload)?;
         let ps = core.page_size as u64;
-        let total = pgnos.len();
         pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
             pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
         let n = versions.len();
+        // Published under a transaction id no snapshot has yet: invisible until `finish`.
         core.table.publish(txid, versions);
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos,
             bytes: n as u64 * ps,
             next_page: self.next_page,
-            journal_end: appended.end,
+            journal_end: None,
         });
         *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
-        {
-            let mut c = core.committed.lock();
-            c.txid = txid;
-            c.next_page = self.next_page;
+        *core.prepared.lock() = Committed { txid, next_page: self.next_page };
+        Ok(Prepared { core, txid: Some(txid), base: self.base.txid, next_page: self.next_page, payload: Some(payload), durability: self.durability, stats, t0, done: false })
+    }
+}
+
+impl Drop for PageTxn {
+    fn drop(&mut self) {
+        let me = Arc::as_ptr(&self.core) as usize;
+        HELD.with(|h| h.borrow_mut().retain(|p| *p != me));
+    }
+}
+
+thread_local! {
+    /// Environments whose writer lock this thread holds (so `write_batch` can refuse to deadlock).
+    static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether the calling thread holds `core`'s write transaction.
+pub(crate) fn held_by_this_thread(core: &Arc<Core>) -> bool {
+    let me = Arc::as_ptr(core) as usize;
+    HELD.with(|h| h.borrow().contains(&me))
+}
+
+/// A transaction between `prepare` and `finish`: its record is not written yet and snapshots do
+/// not see it, but the next write transaction already builds on it.
+pub(crate) struct Prepared {
+    core: Arc<Core>,
+    txid: Option<u64>,
+    base: u64,
+    next_page: u64,
+    payload: Option<record::Compressed>,
+    durability: Durability,
+    stats: CommitStats,
+    t0: std::time::Instant,
+    done: bool,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if !self.done && self.txid.is_some() {
+            // Later transactions wait for this record: they must fail, not hang.
+            self.core.poison(&Error::Poisoned("a prepared transaction was dropped before its record was written".into()));
+            let _j = self.core.journal.lock();
+            self.core.journal_cv.notify_all();
         }
+    }
+}
+
+impl Prepared {
+    /// The second half of a commit: append the record once every earlier record is appended (so
+    /// records stay in transaction order), then make the transaction visible to new snapshots.
+    /// On failure the environment is poisoned, and every later prepared transaction fails too.
+    pub(crate) fn finish(mut self) -> Result<CommitStats> {
+        self.done = true;
+        let core = &self.core;
+        let (Some(txid), Some(payload)) = (self.txid, self.payload.as_ref()) else {
+            // Nothing written: a `Sync` empty commit still makes earlier records durable.
+            if self.durability == Durability::Sync {
+                let mut j = core.journal.lock();
+                core.journal_cv.wait_while(&mut j, |j| j.last_txid() < self.base && !j.failed());
+                let r = j.make_durable(self.base);
+                r.inspect_err(|e| core.poison(e))?;
+            }
+            return Ok(CommitStats { time: self.t0.elapsed(), ..Default::default() });
+        };
+        let appended = {
+            let mut j = core.journal.lock();
+            core.journal_cv.wait_while(&mut j, |j| j.last_txid() + 1 < txid && !j.failed() && core.poisoned.lock().is_none());
+            if j.failed() || j.last_txid() + 1 != txid {
+                core.journal_cv.notify_all();
+                return Err(Error::Poisoned("an earlier journal write failed".into()));
+            }
+            let r = j.append(txid, self.next_page, payload, self.durability);
+            if let Ok(a) = &r {
+                for t in core.txlog.lock().iter_mut().rev() {
+                    if t.txid == txid {
+                        t.journal_end = Some(a.end);
+                        break;
+                    }
+                }
+                *core.committed.lock() = Committed { txid, next_page: self.next_page };
+            }
+            core.journal_cv.notify_all();
+            r
+        }
+        .inspect_err(|e| core.poison(e))?;
         Counters::add(&core.counters.commits, 1);
         if core.table.bytes() >= core.opts.flush_threshold_bytes {
             core.wake_flusher();
         }
-        Ok(CommitStats {
-            txid,
-            pages: total + self.streamed.len(),
-            written_once_pages: once.len() + self.streamed.len(),
-            journal_bytes_full: payload.full_bytes,
-            journal_bytes_raw: appended.raw_len,
-            journal_bytes_written: appended.written_len,
-            time: t0.elapsed(),
-        })
+        Ok(CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats })
     }
 }
