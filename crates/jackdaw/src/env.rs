@@ -11,6 +11,7 @@ use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
 use crate::txn::alloc::{any_set_from, count_set_bits, AllocSummary, Geometry};
 use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
 use crate::api::{ReadTxn, WriteTxn};
+use crate::batch::{BatchHandle, MergerThreads, WriteBatch};
 use crate::txn::{flusher, page_table::PageTable};
 use crate::{Error, Result};
 use parking_lot::{Condvar, Mutex};
@@ -32,11 +33,21 @@ pub struct Env {
 struct Handle {
     core: Arc<Core>,
     flusher: Mutex<Option<JoinHandle<()>>>,
+    merger: Mutex<Option<MergerThreads>>,
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        let _ = close(&self.core, &self.flusher);
+        let _ = self.close();
+    }
+}
+
+impl Handle {
+    fn close(&self) -> Result<()> {
+        if let Some(m) = self.merger.lock().take() {
+            m.stop();
+        }
+        close(&self.core, &self.flusher)
     }
 }
 
@@ -62,7 +73,7 @@ impl Env {
         } else {
             None
         };
-        Ok(Env { handle: Arc::new(Handle { core, flusher: Mutex::new(flusher) }) })
+        Ok(Env { handle: Arc::new(Handle { core, flusher: Mutex::new(flusher), merger: Mutex::new(None) }) })
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -99,7 +110,38 @@ impl Env {
     /// Flush, sync and stop the flusher. Afterwards new transactions on any clone fail with
     /// `Error::Closed`; snapshots still alive keep reading until dropped.
     pub fn close(&self) -> Result<()> {
-        close(self.core(), &self.handle.flusher)
+        self.handle.close()
+    }
+
+    /// Submit a batch to the transaction merger and wait until it is committed with the
+    /// environment's durability. A thread holding a `WriteTxn` gets `Error::Busy` (it would wait
+    /// for itself).
+    pub fn write_batch(&self, batch: WriteBatch) -> Result<()> {
+        self.write_batch_async(batch).wait()
+    }
+
+    /// Submit a batch; `wait()` on the handle blocks until it is committed.
+    pub fn write_batch_async(&self, batch: WriteBatch) -> BatchHandle {
+        let refuse = |e: Error| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let _ = tx.send(Err(e));
+            BatchHandle::ready(rx)
+        };
+        let core = self.core();
+        if core.closed.load(Ordering::Acquire) {
+            return refuse(Error::Closed);
+        }
+        if crate::txn::write::held_by_this_thread(core) {
+            return refuse(Error::Busy("this thread holds the write transaction"));
+        }
+        let mut m = self.handle.merger.lock();
+        if m.is_none() {
+            match MergerThreads::start(core) {
+                Ok(t) => *m = Some(t),
+                Err(e) => return refuse(e),
+            }
+        }
+        m.as_ref().expect("started").submit(batch)
     }
 
     /// The database directory.

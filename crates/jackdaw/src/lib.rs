@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 mod api;
+mod batch;
 mod data;
 mod env;
 mod error;
@@ -22,6 +23,7 @@ mod txn;
 
 pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
+pub use batch::{BatchHandle, WriteBatch};
 pub use env::Env;
 pub use error::{Error, Result};
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};

@@ -11,6 +11,7 @@ use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::{FLAG_INLINE, FLAG_OVERFLOW};
 use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind, DESC_LEN};
 use crate::txn::core::Core;
+use crate::txn::write::Prepared;
 use crate::txn::{PageRef, PageTxn};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -346,7 +347,16 @@ impl WriteTxn {
 
     /// Write back tree descriptors, then commit: one journal record, durable on return in `Sync`
     /// mode.
-    pub fn commit(mut self) -> Result<CommitStats> {
+    pub fn commit(self) -> Result<CommitStats> {
+        self.prepare()?.finish()
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.raw.page_size()
+    }
+
+    /// Write back tree descriptors and prepare the page-level commit (see `txn::write::Prepared`).
+    pub(crate) fn prepare(mut self) -> Result<Prepared> {
         let mut dirty: Vec<(String, TreeDesc)> =
             self.trees.values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
@@ -359,6 +369,6 @@ impl WriteTxn {
             meta.encode(self.raw.page_mut(META_PAGE)?);
         }
         let _ = (ROOT_ID, DESC_LEN);
-        self.raw.commit()
+        self.raw.prepare()
     }
 }

@@ -44,7 +44,6 @@ struct Pending {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Appended {
     pub end: JournalPos,
-    pub raw_len: u64,
     pub written_len: u64,
 }
 
@@ -183,7 +182,7 @@ impl Journal {
                 }
             }
         }
-        Ok(Appended { end, raw_len: h.raw_len as u64, written_len: len })
+        Ok(Appended { end, written_len: len })
     }
 
     fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {

@@ -245,11 +245,6 @@ impl PageTxn {
         Ok(once)
     }
 
-    /// Commit: `prepare`, then `finish`.
-    pub(crate) fn commit(self) -> Result<CommitStats> {
-        self.prepare()?.finish()
-    }
-
     /// The first half of a commit, under the writer lock: seal the pages, grow the file, write
     /// pages once, build and compress the journal payload, and publish the page versions to the
     /// page table, invisible to snapshots until `finish`. Releases the writer lock, so the next
