@@ -308,6 +308,8 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         flusher_ctl: Mutex::new(FlusherCtl::default()),
         flusher_cv: Condvar::new(),
         counters,
+        journal_bytes_at_flush: std::sync::atomic::AtomicU64::new(0),
+        flushed_txid: std::sync::atomic::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),
         closed: AtomicBool::new(false),
         _lock: lock,
@@ -364,7 +366,7 @@ fn stats(core: &Arc<Core>) -> Stats {
         journal_files_recycled: Counters::get(&c.journal_files_recycled),
         journal_io: io.map_or("no journal file opened yet", JournalIo::name),
         last_committed_txid: committed.txid,
-        last_flushed_txid: core.flush_state.lock().flushed_txid,
+        last_flushed_txid: core.flushed_txid.load(Ordering::Relaxed),
         oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
         readers,
         scratch_bytes: core.table.bytes(),
@@ -394,7 +396,9 @@ where
         let prepared = core.prepared.lock().txid;
         core.journal_cv.wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
     }
-    let header = *core.flush_state.lock();
+    // And the flusher: the header and the journal files must not move while they are read.
+    let flush_state = core.flush_state.lock();
+    let header = *flush_state;
     let rtx = ReadTxn::begin(core);
     let g = Geometry::new(core.page_size);
     let mut problems: Vec<String> = Vec::new();
@@ -504,6 +508,7 @@ where
         }
         Err(e) => problems.push(format!("journal: {e}")),
     }
+    drop(flush_state);
     if problems.is_empty() {
         Ok(report)
     } else {

@@ -89,8 +89,9 @@ impl Clock for ManualClock {
 /// - `page_size`: 4096 bytes (a power of two from 4096 to 65536, fixed at creation and read back
 ///   from the file afterwards);
 /// - `durability`: [`Durability::Sync`];
-/// - `flush_threshold_bytes`: 32 MiB of committed, unflushed page versions wake the flusher;
-/// - `flush_idle`: 1 s without a flush wakes the flusher if anything is unflushed;
+/// - `flush_threshold_bytes`: 32 MiB of journal written since the last flush wakes the flusher
+///   (this bounds recovery time); so do page versions in memory past half of `max_pinned_bytes`;
+/// - `flush_idle`: after 1 s without a commit the flusher writes out whatever is unflushed;
 /// - `max_pinned_bytes`: 1 GiB of unflushed page versions; past it new write transactions fail with
 ///   `Error::PinnedLimit` (after giving the flusher a chance), so a forgotten reader cannot exhaust
 ///   memory;

@@ -365,8 +365,11 @@ impl WriteTxn {
             self.meta_dirty = true;
         }
         if self.meta_dirty {
-            let meta = Meta { next_tree_id: self.next_tree_id, root: self.root };
-            meta.encode(self.raw.page_mut(META_PAGE)?);
+            let old = Meta::decode(&self.raw.page(META_PAGE)?)?;
+            if old.next_tree_id != self.next_tree_id || old.root != self.root {
+                let meta = Meta { next_tree_id: self.next_tree_id, root: self.root };
+                meta.encode(self.raw.page_mut(META_PAGE)?);
+            }
         }
         let _ = (ROOT_ID, DESC_LEN);
         self.raw.prepare()

@@ -93,6 +93,10 @@ pub(crate) struct Core {
     pub flusher_ctl: Mutex<FlusherCtl>,
     pub flusher_cv: Condvar,
     pub counters: Arc<Counters>,
+    /// The last flushed transaction (mirrors the header, readable without waiting for a flush).
+    pub flushed_txid: std::sync::atomic::AtomicU64,
+    /// Journal bytes written when the last flush began.
+    pub journal_bytes_at_flush: std::sync::atomic::AtomicU64,
     pub poisoned: Mutex<Option<String>>,
     pub closed: AtomicBool,
     pub _lock: Box<dyn LockGuard>,
@@ -119,6 +123,14 @@ impl Core {
 
     pub(crate) fn committed(&self) -> Committed {
         *self.committed.lock()
+    }
+
+    /// Whether enough is unflushed to flush now: journal bytes written since the last flush past
+    /// the threshold (bounds recovery time), or page versions held in memory past half the cap.
+    pub(crate) fn flush_due(&self) -> bool {
+        let written = Counters::get(&self.counters.journal_bytes_stored);
+        written.saturating_sub(self.journal_bytes_at_flush.load(Ordering::Relaxed)) >= self.opts.flush_threshold_bytes
+            || self.table.bytes() >= self.opts.max_pinned_bytes / 2
     }
 
     /// Wake the background flusher.

@@ -40,14 +40,25 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         return Err(Error::Poisoned(m.clone()));
     }
     let t0 = Instant::now();
-    let target = {
-        let r = core.readers.lock();
+    // The target is registered as a reader while the flush runs, so that the page versions it
+    // writes are not dropped by commits meanwhile (page_table invariant 4).
+    let (target, slot) = {
+        let mut r = core.readers.lock();
         let last = core.committed().txid;
-        r.oldest().map_or(last, |o| o.min(last))
+        let t = r.oldest().map_or(last, |o| o.min(last));
+        (t, r.add(t, core.opts.clock.now()))
     };
+    struct Unregister<'a>(&'a Core, usize);
+    impl Drop for Unregister<'_> {
+        fn drop(&mut self) {
+            self.0.readers.lock().remove(self.1);
+        }
+    }
+    let _pin = Unregister(core, slot);
     if target <= header.flushed_txid {
         return Ok(());
     }
+    core.journal_bytes_at_flush.store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
     core.journal.lock().make_durable(target)?;
     // Pages changed in (flushed, target], and where the log stands after target.
     let (pages, last) = {
@@ -102,6 +113,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     core.data.write_header(&next)?;
     core.counters.synced(SyncSite::Header);
     *header = next;
+    core.flushed_txid.store(target, std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
     core.txlog.lock().retain(|t| t.txid > target);
     core.journal.lock().retire(target)?;
@@ -126,7 +138,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
 /// The background thread: flushes when unflushed versions pass the threshold, when asked, and
 /// after the idle interval if anything is unflushed. Exits on `stop`.
 pub(crate) fn run(core: Arc<Core>) {
-    let mut last_flush = core.opts.clock.now();
+    // Idle = no commit since the last look, for `flush_idle`.
+    let mut last_commits = Counters::get(&core.counters.commits);
+    let mut quiet_since = core.opts.clock.now();
     loop {
         let requested = {
             let mut c = core.flusher_ctl.lock();
@@ -139,14 +153,17 @@ pub(crate) fn run(core: Arc<Core>) {
             std::mem::take(&mut c.requested)
         };
         let now = core.opts.clock.now();
-        let due = requested
-            || core.table.bytes() >= core.opts.flush_threshold_bytes
-            || (core.table.pages() > 0 && now.saturating_sub(last_flush) >= core.opts.flush_idle);
+        let commits = Counters::get(&core.counters.commits);
+        if commits != last_commits {
+            last_commits = commits;
+            quiet_since = now;
+        }
+        let idle = core.table.pages() > 0 && now.saturating_sub(quiet_since) >= core.opts.flush_idle;
+        let due = requested || core.flush_due() || idle;
         if !due {
             continue;
         }
         let r = flush_once(&core);
-        last_flush = core.opts.clock.now();
         let mut c = core.flusher_ctl.lock();
         c.runs += 1;
         if let Err(e) = r {

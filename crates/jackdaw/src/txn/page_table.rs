@@ -6,6 +6,10 @@
 //!    the data file (and `T` is at most the oldest live snapshot), so a snapshot that finds no
 //!    version `<= its id` here is served the right bytes by the data file.
 //! 3. `count` is the number of pages with versions; zero lets readers skip the lock entirely.
+//! 4. Besides its newest version, a page keeps only versions some snapshot may still read: the
+//!    newest one at or below each live snapshot and at or below the last visible transaction
+//!    (future snapshots start there). Older versions are dropped when a new one is published, so
+//!    memory grows with the pages changed, not with the number of commits.
 
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -52,36 +56,72 @@ impl PageTable {
         vs.iter().rev().find(|(t, _)| *t <= txid).map(|(_, b)| b.clone())
     }
 
-    /// Publish transaction `txid`'s pages.
-    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>) {
-        let mut m = self.map.write();
-        let mut added = 0u64;
-        for (pgno, buf) in pages {
-            added += buf.len() as u64;
-            let vs = m.entry(pgno).or_default();
-            debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
-            vs.push((txid, buf));
+    /// Publish transaction `txid`'s pages. `needed` lists, ascending, the snapshot ids that may
+    /// read older versions (live snapshots and the last visible transaction): superseded versions
+    /// none of them reads are dropped (invariant 4).
+    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>, needed: &[u64]) {
+        let mut dropped: Vec<PageBuf> = Vec::new();
+        {
+            let mut m = self.map.write();
+            let mut added = 0u64;
+            let mut removed = 0u64;
+            for (pgno, buf) in pages {
+                added += buf.len() as u64;
+                let vs = m.entry(pgno).or_default();
+                debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
+                if !vs.is_empty() {
+                    // Keep version i if it is the newest <= some needed snapshot.
+                    let mut keep = vec![false; vs.len()];
+                    for s in needed {
+                        if let Some(i) = vs.iter().rposition(|(t, _)| t <= s) {
+                            keep[i] = true;
+                        }
+                    }
+                    if keep.iter().any(|k| !k) {
+                        let old = std::mem::take(vs);
+                        for ((t, b), k) in old.into_iter().zip(keep) {
+                            if k {
+                                vs.push((t, b));
+                            } else {
+                                removed += b.len() as u64;
+                                dropped.push(b);
+                            }
+                        }
+                    }
+                }
+                vs.push((txid, buf));
+            }
+            self.count.store(m.len(), Ordering::Release);
+            self.bytes.fetch_add(added, Ordering::Relaxed);
+            self.bytes.fetch_sub(removed, Ordering::Relaxed);
         }
-        self.count.store(m.len(), Ordering::Release);
-        self.bytes.fetch_add(added, Ordering::Relaxed);
+        // Page images are freed outside the lock.
+        drop(dropped);
     }
 
     /// Remove every version `<= txid` of `pages` (the data file now holds the newest of them).
     pub(crate) fn retire(&self, pages: &[u64], txid: u64) {
-        let mut m = self.map.write();
-        let mut freed = 0u64;
-        for pgno in pages {
-            if let Some(vs) = m.get_mut(pgno) {
-                let keep = vs.iter().position(|(t, _)| *t > txid).unwrap_or(vs.len());
-                freed += vs[..keep].iter().map(|(_, b)| b.len() as u64).sum::<u64>();
-                vs.drain(..keep);
-                if vs.is_empty() {
-                    m.remove(pgno);
+        let mut dropped: Vec<PageBuf> = Vec::new();
+        // In slices, so that the writer and readers are never held off for long.
+        for chunk in pages.chunks(512) {
+            let mut m = self.map.write();
+            let mut freed = 0u64;
+            for pgno in chunk {
+                if let Some(vs) = m.get_mut(pgno) {
+                    let keep = vs.iter().position(|(t, _)| *t > txid).unwrap_or(vs.len());
+                    for (_, b) in vs.drain(..keep) {
+                        freed += b.len() as u64;
+                        dropped.push(b);
+                    }
+                    if vs.is_empty() {
+                        m.remove(pgno);
+                    }
                 }
             }
+            self.count.store(m.len(), Ordering::Release);
+            self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
-        self.count.store(m.len(), Ordering::Release);
-        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        drop(dropped);
     }
 
     /// Bytes of page images held.
@@ -106,8 +146,8 @@ mod tests {
     fn versions_are_found_by_snapshot_and_retired() {
         let t = PageTable::default();
         assert!(t.get(5, 100).is_none());
-        t.publish(3, vec![(5, buf(3)), (6, buf(3))]);
-        t.publish(7, vec![(5, buf(7))]);
+        t.publish(3, vec![(5, buf(3)), (6, buf(3))], &[2]);
+        t.publish(7, vec![(5, buf(7))], &[4]);
         assert!(t.get(5, 2).is_none());
         assert_eq!(t.get(5, 3).unwrap()[0], 3);
         assert_eq!(t.get(5, 6).unwrap()[0], 3);
@@ -121,5 +161,23 @@ mod tests {
         t.retire(&[5], 7);
         assert_eq!(t.pages(), 0);
         assert_eq!(t.bytes(), 0);
+    }
+
+    #[test]
+    fn superseded_versions_no_snapshot_reads_are_dropped() {
+        let t = PageTable::default();
+        t.publish(1, vec![(9, buf(1))], &[0]);
+        t.publish(2, vec![(9, buf(2))], &[1]);
+        // A snapshot at 1 reads version 1; nothing reads the others but the newest.
+        t.publish(3, vec![(9, buf(3))], &[1, 2]);
+        t.publish(4, vec![(9, buf(4))], &[1, 3]);
+        assert_eq!(t.get(9, 1).unwrap()[0], 1);
+        assert_eq!(t.get(9, 2).unwrap()[0], 1, "version 2 was dropped: no snapshot at 2 remained");
+        assert_eq!(t.get(9, 3).unwrap()[0], 3);
+        assert_eq!(t.get(9, 9).unwrap()[0], 4);
+        assert_eq!(t.bytes(), 3 * 16);
+        // With no reader but the last visible transaction, only that version and the new one stay.
+        t.publish(5, vec![(9, buf(5))], &[4]);
+        assert_eq!(t.bytes(), 2 * 16);
     }
 }

@@ -297,7 +297,17 @@ impl PageTxn {
             pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
         let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
-        core.table.publish(txid, versions);
+        let needed = {
+            let r = core.readers.lock();
+            let mut v: Vec<u64> = r.slots.iter().flatten().map(|(t, _)| *t).collect();
+            v.push(core.committed().txid);
+            // The base of this transaction may still be invisible (pipelined): it becomes visible next.
+            v.push(txid - 1);
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        core.table.publish(txid, versions, &needed);
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos,
@@ -393,7 +403,7 @@ impl Prepared {
         }
         .inspect_err(|e| core.poison(e))?;
         Counters::add(&core.counters.commits, 1);
-        if core.table.bytes() >= core.opts.flush_threshold_bytes {
+        if core.flush_due() {
             core.wake_flusher();
         }
         Ok(CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats })
