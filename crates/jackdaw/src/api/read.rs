@@ -11,14 +11,14 @@ use crate::txn::core::Core;
 use crate::txn::{PageRef, Snapshot};
 use crate::{Error, Result};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use crate::txn::page_table::PgnoMap;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
 struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
-    trees: HashMap<u64, TreeDesc>,
+    trees: PgnoMap<TreeDesc>,
     touched: u64,
 }
 
@@ -36,7 +36,7 @@ impl ReadTxn {
     }
 
     pub(crate) fn from_snapshot(snap: Arc<Snapshot>) -> ReadTxn {
-        ReadTxn { snap, state: RefCell::new(ReadState { cache: LeafCache::new(8), root: None, trees: HashMap::new(), touched: 0 }) }
+        ReadTxn { snap, state: RefCell::new(ReadState { cache: LeafCache::new(8), root: None, trees: PgnoMap::default(), touched: 0 }) }
     }
 
     /// The id of the last transaction this snapshot sees.

@@ -14,7 +14,7 @@ use crate::txn::core::Core;
 use crate::txn::write::Prepared;
 use crate::txn::{PageRef, PageTxn};
 use crate::{Error, Result};
-use std::collections::HashMap;
+use crate::txn::page_table::PgnoMap;
 use std::io::Read;
 use std::ops::RangeBounds;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ pub struct WriteTxn {
     root: TreeDesc,
     next_tree_id: u64,
     meta_dirty: bool,
-    trees: HashMap<u64, TreeState>,
+    trees: PgnoMap<TreeState>,
     cache: LeafCache,
     touched: u64,
 }
@@ -47,7 +47,7 @@ impl WriteTxn {
             root: meta.root,
             next_tree_id: meta.next_tree_id,
             meta_dirty: false,
-            trees: HashMap::new(),
+            trees: PgnoMap::default(),
             cache: LeafCache::new(2),
             touched: 0,
         })

@@ -216,7 +216,7 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         None => new[i] != 0,
     };
     let mut pending: Option<(usize, usize)> = None;
-    let mut emit = |out: &mut Vec<u8>, (a, b): (usize, usize)| {
+    let emit = |out: &mut Vec<u8>, (a, b): (usize, usize)| {
         out.extend_from_slice(&(a as u32).to_le_bytes());
         out.extend_from_slice(&((b - a) as u32).to_le_bytes());
         out.extend_from_slice(&new[a..b]);
