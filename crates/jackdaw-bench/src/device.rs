@@ -1,0 +1,240 @@
+//! What the bench directory sits on, and the counters measured at the block device.
+//!
+//! Bytes written are counted at the block device (`/sys/dev/block/MAJ:MIN/stat`, sectors written
+//! and flush requests), not with `/proc/self/io` `write_bytes`, which on 6.x kernels with large
+//! folios counts a whole folio per dirtied 4 KiB (see WORKLOADS.md); `write_bytes` is kept as a
+//! secondary column. The counters are device-wide: anything else writing to the same disk during
+//! a measurement is counted too.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The mount that holds a directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct MountInfo {
+    pub mount_point: String,
+    pub fs_type: String,
+    pub source: String,
+}
+
+fn unescape(s: &str) -> String {
+    // /proc/mounts escapes space, tab, newline and backslash as \ooo.
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mount (longest matching mount point in /proc/mounts) holding `dir`.
+pub fn mount_of(dir: &Path) -> Result<MountInfo> {
+    let dir =
+        std::fs::canonicalize(dir).with_context(|| format!("canonicalize {}", dir.display()))?;
+    let mounts = std::fs::read_to_string("/proc/mounts").context("read /proc/mounts")?;
+    let mut best: Option<MountInfo> = None;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let mp = unescape(f[1]);
+        if dir.starts_with(&mp)
+            && best
+                .as_ref()
+                .is_none_or(|b| mp.len() >= b.mount_point.len())
+        {
+            best = Some(MountInfo {
+                mount_point: mp,
+                fs_type: f[2].to_string(),
+                source: unescape(f[0]),
+            });
+        }
+    }
+    best.with_context(|| format!("no mount holds {}", dir.display()))
+}
+
+/// The block device behind a directory, found from `st_dev` through /sys/dev/block.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockDev {
+    /// e.g. `vda` (or `nvme0n1p2`).
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+    /// The `stat` file read for the counters.
+    #[serde(skip)]
+    pub stat: PathBuf,
+}
+
+pub fn block_dev_of(dir: &Path) -> Option<BlockDev> {
+    let md = std::fs::metadata(dir).ok()?;
+    let dev = md.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        // A virtual file system (overlay, tmpfs, btrfs subvolume...): no block device to ask.
+        return None;
+    }
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let real = std::fs::canonicalize(&sys).ok()?;
+    let stat = real.join("stat");
+    if !stat.exists() {
+        return None;
+    }
+    let name = real.file_name()?.to_string_lossy().into_owned();
+    Some(BlockDev {
+        name,
+        major,
+        minor,
+        stat,
+    })
+}
+
+/// A reading of the device's counters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DevCounters {
+    pub sectors_written: u64,
+    pub write_ios: u64,
+    /// Flush requests completed (kernel ≥ 5.5 has the field).
+    pub flushes: Option<u64>,
+}
+
+impl BlockDev {
+    pub fn read(&self) -> Option<DevCounters> {
+        let s = std::fs::read_to_string(&self.stat).ok()?;
+        let f: Vec<u64> = s
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if f.len() < 11 {
+            return None;
+        }
+        Some(DevCounters {
+            sectors_written: f[6],
+            write_ios: f[4],
+            flushes: f.get(15).copied(),
+        })
+    }
+}
+
+/// `/proc/self/io` `write_bytes` (the secondary, folio-inflated figure).
+pub fn proc_write_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines().find_map(|l| {
+        l.strip_prefix("write_bytes:")
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// `sync(2)`: every dirty page of every file system to the device.
+pub fn sync_all() {
+    // SAFETY: sync() takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
+/// Space taken on disk by every file under `dir` (allocated blocks, so sparse files count what
+/// they hold).
+pub fn disk_usage(dir: &Path) -> u64 {
+    let mut total = 0;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for e in rd.flatten() {
+        let Ok(md) = e.metadata() else { continue };
+        if md.is_dir() {
+            total += disk_usage(&e.path());
+        } else {
+            total += md.blocks() * 512;
+        }
+    }
+    total
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => files_under(&p, out),
+            Ok(t) if t.is_file() => out.push(p),
+            _ => {}
+        }
+    }
+}
+
+/// How the page cache was dropped for a cold read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum DropMethod {
+    /// `echo 3 > /proc/sys/vm/drop_caches` (the whole machine's page cache).
+    DropCaches,
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` on every file of the database directory.
+    Fadvise,
+}
+
+impl DropMethod {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DropMethod::DropCaches => "/proc/sys/vm/drop_caches (3)",
+            DropMethod::Fadvise => "posix_fadvise(DONTNEED) on every file of the database dir",
+        }
+    }
+}
+
+/// Sync, then drop the page cache of the database in `dir` (the engine must be closed).
+pub fn drop_cache(dir: &Path) -> Result<DropMethod> {
+    sync_all();
+    if std::fs::write("/proc/sys/vm/drop_caches", b"3\n").is_ok() {
+        return Ok(DropMethod::DropCaches);
+    }
+    drop_cache_fadvise(dir)?;
+    Ok(DropMethod::Fadvise)
+}
+
+/// `posix_fadvise(DONTNEED)` on every file under `dir` (after `fdatasync`ing it: only clean
+/// pages can be dropped).
+pub fn drop_cache_fadvise(dir: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    files_under(dir, &mut files);
+    for p in files {
+        let f = std::fs::File::open(&p).with_context(|| format!("open {}", p.display()))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; fdatasync and fadvise only take integers.
+        let rc = unsafe {
+            libc::fdatasync(f.as_raw_fd());
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+        };
+        if rc != 0 {
+            anyhow::bail!(
+                "posix_fadvise({}) failed: {}",
+                p.display(),
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescapes_mount_points() {
+        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape("/plain"), "/plain");
+    }
+}

@@ -1,0 +1,193 @@
+//! The one trait every engine adapter implements.
+//!
+//! Transactions are scoped by closures: [`Engine::write`] begins a write transaction, hands the
+//! closure a [`WriteOps`] (put / delete), and commits when the closure returns `Ok`, timing the
+//! commit call alone; [`Engine::read`] opens a read snapshot and hands the closure a [`ReadOps`]
+//! (point get that copies the value out, ordered scan). Scoping by closure lets every adapter keep
+//! its borrowed handles (LMDB transactions, redb tables, SQLite prepared statements) on the stack
+//! without self-referential structs, and costs one indirect call per operation, the same for every
+//! engine.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// Durability mode of WORKLOADS.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Nothing made durable at commit: the engine and the OS decide when data reaches the disk.
+    None,
+    /// Written to the OS at commit, not synced.
+    Buff,
+    /// Durable at commit.
+    Sync,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::Buff => "buff",
+            Mode::Sync => "sync",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which engine, and with which variant of its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Jackdaw,
+    /// Jackdaw with `FreeSpacePolicy::AppendOnly`: the control group of `free-space-control`.
+    JackdawAppend,
+    Lmdb,
+    Redb,
+    Sqlite,
+    Rocksdb,
+}
+
+impl Kind {
+    /// Every engine the harness knows, in report order.
+    pub const ALL: [Kind; 6] = [
+        Kind::Jackdaw,
+        Kind::JackdawAppend,
+        Kind::Lmdb,
+        Kind::Redb,
+        Kind::Sqlite,
+        Kind::Rocksdb,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Jackdaw => "jackdaw",
+            Kind::JackdawAppend => "jackdaw-append",
+            Kind::Lmdb => "lmdb",
+            Kind::Redb => "redb",
+            Kind::Sqlite => "sqlite",
+            Kind::Rocksdb => "rocksdb",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Jackdaw itself (either policy) rather than a peer: the ratio column compares to peers only.
+    pub fn is_jackdaw(self) -> bool {
+        matches!(self, Kind::Jackdaw | Kind::JackdawAppend)
+    }
+
+    /// How this engine maps the durability modes none / buff / sync.
+    pub fn mode_mapping(self, mode: Mode) -> &'static str {
+        let m = match self {
+            Kind::Jackdaw | Kind::JackdawAppend => crate::engines::jackdaw::MODES,
+            Kind::Lmdb => crate::engines::lmdb::MODES,
+            Kind::Redb => crate::engines::redb::MODES,
+            Kind::Sqlite => crate::engines::sqlite::MODES,
+            Kind::Rocksdb => crate::engines::ROCKSDB_MODES,
+        };
+        m[mode.index()]
+    }
+
+    /// Open (creating if missing) the database of this engine in directory `dir`.
+    pub fn open(self, dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {
+        std::fs::create_dir_all(dir)?;
+        match self {
+            Kind::Jackdaw => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(
+                dir, mode, false,
+            )?)),
+            Kind::JackdawAppend => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(
+                dir, mode, true,
+            )?)),
+            Kind::Lmdb => Ok(Box::new(crate::engines::lmdb::LmdbEngine::open(dir, mode)?)),
+            Kind::Redb => Ok(Box::new(crate::engines::redb::RedbEngine::open(dir, mode)?)),
+            Kind::Sqlite => Ok(Box::new(crate::engines::sqlite::SqliteEngine::open(
+                dir, mode,
+            )?)),
+            Kind::Rocksdb => crate::engines::open_rocksdb(dir, mode),
+        }
+    }
+
+    /// Why this engine cannot run in this build, if it cannot.
+    pub fn unavailable(self) -> Option<&'static str> {
+        match self {
+            Kind::Rocksdb if !cfg!(feature = "rocksdb") => Some(
+                "built without the `rocksdb` cargo feature (needs clang + libclang-dev; \
+                 cargo run --release -p jackdaw-bench --features rocksdb)",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Jackdaw's own account of one commit (from `CommitStats`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct JackdawCommit {
+    pub pages: u64,
+    pub written_once_pages: u64,
+    pub journal_bytes_full: u64,
+    pub journal_bytes_raw: u64,
+    pub journal_bytes_written: u64,
+}
+
+impl JackdawCommit {
+    pub fn add(&mut self, o: &JackdawCommit) {
+        self.pages += o.pages;
+        self.written_once_pages += o.written_once_pages;
+        self.journal_bytes_full += o.journal_bytes_full;
+        self.journal_bytes_raw += o.journal_bytes_raw;
+        self.journal_bytes_written += o.journal_bytes_written;
+    }
+}
+
+/// What a committed write transaction reports back.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CommitInfo {
+    /// Wall time of the engine's commit call alone.
+    pub commit_time: Duration,
+    /// Jackdaw's `CommitStats`, for Jackdaw only.
+    pub jackdaw: Option<JackdawCommit>,
+}
+
+/// Operations inside a write transaction.
+pub trait WriteOps {
+    /// Insert or overwrite.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Remove the key if present.
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+}
+
+/// The visitor of an ordered scan.
+pub type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
+/// Operations on a read snapshot.
+pub trait ReadOps {
+    /// Copy the value of `key` into `out` (cleared first); false when absent.
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Visit the pairs with `lo <= key < hi` (no upper bound when `hi` is `None`) in key order;
+    /// returns how many were visited.
+    fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64>;
+}
+
+/// An open database of one engine, holding one ordered key-value table.
+pub trait Engine: Send + Sync {
+    /// Run one write transaction: `f` does the puts and deletes, then the adapter commits (unless
+    /// `f` failed, in which case the transaction is aborted and the error returned).
+    fn write(&self, f: &mut dyn FnMut(&mut dyn WriteOps) -> Result<()>) -> Result<CommitInfo>;
+    /// Run `f` on one read snapshot. Callable from several threads at once (one snapshot each).
+    fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()>;
+    /// Close, writing out whatever the engine writes at close.
+    fn close(self: Box<Self>) -> Result<()>;
+    /// Engine-internal counters (cumulative since open), where the engine has them.
+    fn counters(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+    /// A short description of how the engine does I/O, where it says.
+    fn info(&self) -> String {
+        String::new()
+    }
+}

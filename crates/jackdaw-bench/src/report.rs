@@ -1,0 +1,402 @@
+//! Result rows, the tables printed on the terminal and written as Markdown, the SVG charts, and
+//! the JSON file.
+
+use crate::engine::JackdawCommit;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+/// Percentiles of a latency sample, in microseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Latency {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl Latency {
+    pub fn of(samples: &mut [Duration]) -> Option<Latency> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let at = |q: usize| samples[((n * q) / 100).min(n - 1)].as_secs_f64() * 1e6;
+        Some(Latency {
+            p50_us: at(50),
+            p99_us: at(99),
+            max_us: samples[n - 1].as_secs_f64() * 1e6,
+        })
+    }
+}
+
+/// Jackdaw's `CommitStats`, averaged per transaction.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct JackdawPerTx {
+    pub pages: f64,
+    pub written_once_pages: f64,
+    pub journal_bytes_full: f64,
+    pub journal_bytes_raw: f64,
+    pub journal_bytes_written: f64,
+}
+
+impl JackdawPerTx {
+    pub fn of(total: &JackdawCommit, txs: u64) -> JackdawPerTx {
+        let d = txs.max(1) as f64;
+        JackdawPerTx {
+            pages: total.pages as f64 / d,
+            written_once_pages: total.written_once_pages as f64 / d,
+            journal_bytes_full: total.journal_bytes_full as f64 / d,
+            journal_bytes_raw: total.journal_bytes_raw as f64 / d,
+            journal_bytes_written: total.journal_bytes_written as f64 / d,
+        }
+    }
+}
+
+/// One workload run by one engine (or one physical-limit measurement).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Row {
+    pub workload: String,
+    pub engine: String,
+    /// How the engine maps the workload's durability mode (empty for reads).
+    pub mode: String,
+    pub ops: u64,
+    pub txs: u64,
+    pub secs: f64,
+    pub ops_per_sec: f64,
+    /// ops/s divided by the best peer's (non-Jackdaw engine) ops/s in this run.
+    pub ratio_to_best_peer: Option<f64>,
+    pub mb_per_sec: Option<f64>,
+    /// Bytes written to the block device per operation (sectors written × 512 / ops).
+    pub device_bytes_per_op: Option<f64>,
+    /// Flush requests completed by the block device per transaction.
+    pub device_flushes_per_tx: Option<f64>,
+    /// `/proc/self/io` `write_bytes` per operation (secondary: over-counts small writes).
+    pub proc_write_bytes_per_op: Option<f64>,
+    /// Space the database takes on disk at the end (allocated blocks).
+    pub db_bytes: Option<u64>,
+    /// Commit latency (multi-transaction workloads) or per-operation latency (disk rows).
+    pub latency: Option<Latency>,
+    pub jackdaw: Option<JackdawPerTx>,
+    pub syscalls_per_commit: Option<f64>,
+    pub notes: String,
+}
+
+/// A failed or skipped engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub workload: String,
+    pub engine: String,
+    pub skipped: bool,
+    pub reason: String,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub scale: String,
+    pub dir: String,
+    pub fs_type: String,
+    pub mount_point: String,
+    pub device: Option<String>,
+    pub cold_cache_method: Option<String>,
+    pub engines: Vec<String>,
+    pub mode_mapping: Vec<(String, [String; 3])>,
+    pub rows: Vec<Row>,
+    pub failures: Vec<Failure>,
+    pub total_secs: f64,
+}
+
+/// Fill in the ratio column of every row of `workload`: ops/s over the best peer's ops/s.
+pub fn set_ratios(rows: &mut [Row], workload: &str, is_peer: impl Fn(&str) -> bool) {
+    let best = rows
+        .iter()
+        .filter(|r| r.workload == workload && is_peer(&r.engine) && r.ops_per_sec > 0.0)
+        .map(|r| r.ops_per_sec)
+        .fold(0.0f64, f64::max);
+    for r in rows.iter_mut().filter(|r| r.workload == workload) {
+        r.ratio_to_best_peer = (best > 0.0).then(|| r.ops_per_sec / best);
+    }
+}
+
+pub fn si(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    if a >= 1e9 {
+        format!("{:.2} G", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0} k", x / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1} k", x / 1e3)
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+pub fn bytes(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", x / (1024.0 * 1024.0 * 1024.0))
+    } else if a >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", x / (1024.0 * 1024.0))
+    } else if a >= 10.0 * 1024.0 {
+        format!("{:.0} KiB", x / 1024.0)
+    } else if a >= 100.0 {
+        format!("{x:.0} B")
+    } else {
+        format!("{x:.1} B")
+    }
+}
+
+fn us(x: f64) -> String {
+    if x >= 10_000.0 {
+        format!("{:.1} ms", x / 1000.0)
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+type Col = (&'static str, fn(&Row) -> Option<String>);
+
+const COLUMNS: &[Col] = &[
+    ("engine", |r| Some(r.engine.clone())),
+    ("ops/s", |r| (r.ops > 0).then(|| si(r.ops_per_sec))),
+    ("vs best peer", |r| {
+        r.ratio_to_best_peer.map(|x| format!("{x:.2}×"))
+    }),
+    ("MB/s", |r| r.mb_per_sec.map(|x| format!("{x:.0}"))),
+    ("dev bytes/op", |r| r.device_bytes_per_op.map(bytes)),
+    ("dev flushes/tx", |r| {
+        r.device_flushes_per_tx.map(|x| format!("{x:.2}"))
+    }),
+    ("write_bytes/op", |r| r.proc_write_bytes_per_op.map(bytes)),
+    ("db size", |r| r.db_bytes.map(|b| bytes(b as f64))),
+    ("latency p50 / p99 / max µs", |r| {
+        r.latency
+            .map(|l| format!("{} / {} / {}", us(l.p50_us), us(l.p99_us), us(l.max_us)))
+    }),
+    ("syscalls/commit", |r| {
+        r.syscalls_per_commit.map(|x| format!("{x:.1}"))
+    }),
+    ("jd pages/tx", |r| r.jackdaw.map(|j| si(j.pages))),
+    ("jd journal B/tx full → raw → written", |r| {
+        r.jackdaw.map(|j| {
+            format!(
+                "{} → {} → {}",
+                bytes(j.journal_bytes_full),
+                bytes(j.journal_bytes_raw),
+                bytes(j.journal_bytes_written)
+            )
+        })
+    }),
+    ("mode", |r| (!r.mode.is_empty()).then(|| r.mode.clone())),
+    ("notes", |r| (!r.notes.is_empty()).then(|| r.notes.clone())),
+];
+
+/// The rows of one workload as a Markdown table, leaving out columns no row fills. Cells that
+/// a row lacks where another has them read `n/a`.
+pub fn table(rows: &[&Row]) -> String {
+    let cols: Vec<&Col> = COLUMNS
+        .iter()
+        .filter(|(_, f)| rows.iter().any(|r| f(r).is_some()))
+        .collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|(_, f)| f(r).unwrap_or_else(|| "n/a".into()).replace('|', "\\|"))
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, (h, _))| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([h.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    let line = |s: &mut String, vals: Vec<String>| {
+        s.push('|');
+        for (i, v) in vals.iter().enumerate() {
+            let pad = widths[i] - v.chars().count();
+            let _ = write!(s, " {v}{} |", " ".repeat(pad));
+        }
+        s.push('\n');
+    };
+    line(&mut s, cols.iter().map(|(h, _)| h.to_string()).collect());
+    line(&mut s, widths.iter().map(|w| "-".repeat(*w)).collect());
+    for c in cells {
+        line(&mut s, c);
+    }
+    s
+}
+
+/// Workload names in the order their rows first appear.
+pub fn workloads_in_order(rows: &[Row]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.workload) {
+            out.push(r.workload.clone());
+        }
+    }
+    out
+}
+
+pub fn header(rep: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "seed {} · scale {} · dir {} ({} on {}, device {})",
+        rep.seed,
+        rep.scale,
+        rep.dir,
+        rep.fs_type,
+        rep.mount_point,
+        rep.device.as_deref().unwrap_or("n/a")
+    );
+    if let Some(m) = &rep.cold_cache_method {
+        let _ = writeln!(s, "cold reads: page cache dropped with {m}");
+    }
+    let _ = writeln!(s, "durability mapping (none / buff / sync):");
+    for (e, m) in &rep.mode_mapping {
+        let _ = writeln!(s, "  {e}: {} / {} / {}", m[0], m[1], m[2]);
+    }
+    s
+}
+
+pub fn failures(rep: &Report) -> String {
+    let mut s = String::new();
+    for f in &rep.failures {
+        let what = if f.skipped { "SKIPPED" } else { "FAILED" };
+        let _ = writeln!(s, "{what}: {} on {}: {}", f.engine, f.workload, f.reason);
+    }
+    s
+}
+
+/// Write `report.md` (every table) and one SVG chart per workload into `dir`.
+pub fn write_report_dir(rep: &Report, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut md = String::new();
+    let _ = writeln!(md, "# jackdaw-bench report\n");
+    let _ = writeln!(md, "```\n{}```\n", header(rep));
+    for w in workloads_in_order(&rep.rows) {
+        let rows: Vec<&Row> = rep.rows.iter().filter(|r| r.workload == w).collect();
+        let svg = format!("{w}.svg");
+        chart(&w, &rows, &dir.join(&svg))?;
+        let _ = writeln!(md, "## {w}\n\n{}\n![{w}]({svg})\n", table(&rows));
+    }
+    let f = failures(rep);
+    if !f.is_empty() {
+        let _ = writeln!(md, "## Failed or skipped\n\n```\n{f}```");
+    }
+    std::fs::write(dir.join("report.md"), md)?;
+    Ok(())
+}
+
+/// A bar chart of one workload: ops/s (MB/s for the large-values rows, p50 latency for the disk
+/// limits) per engine.
+fn chart(workload: &str, rows: &[&Row], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let (metric, vals): (&str, Vec<(String, f64)>) =
+        if workload != "disk" && rows.iter().all(|r| r.mb_per_sec.is_some()) {
+            (
+                "MB/s",
+                rows.iter()
+                    .map(|r| (r.engine.clone(), r.mb_per_sec.unwrap_or(0.0)))
+                    .collect(),
+            )
+        } else if workload == "disk" {
+            (
+                "p50 latency, µs",
+                rows.iter()
+                    .filter_map(|r| r.latency.map(|l| (r.engine.clone(), l.p50_us)))
+                    .collect(),
+            )
+        } else {
+            (
+                "ops/s",
+                rows.iter()
+                    .map(|r| (r.engine.clone(), r.ops_per_sec))
+                    .collect(),
+            )
+        };
+    let max = vals.iter().map(|v| v.1).fold(0.0f64, f64::max).max(1.0) * 1.25;
+    let n = vals.len().max(1);
+    let root = SVGBackend::new(path, (160 + 110 * n as u32, 380)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    let mut ch = ChartBuilder::on(&root)
+        .caption(format!("{workload} — {metric}"), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..n as f64, 0f64..max)
+        .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    ch.configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE)
+        .x_labels(0)
+        .y_label_formatter(&|y| si(*y))
+        .y_desc(metric)
+        .draw()
+        .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    let palette = [
+        RGBColor(200, 60, 40),
+        RGBColor(70, 110, 190),
+        RGBColor(90, 160, 90),
+        RGBColor(200, 150, 40),
+        RGBColor(130, 90, 170),
+        RGBColor(90, 90, 90),
+    ];
+    ch.draw_series(vals.iter().enumerate().map(|(i, (name, v))| {
+        let c = if name.starts_with("jackdaw") {
+            palette[0]
+        } else {
+            palette[1 + i % (palette.len() - 1)]
+        };
+        Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)], c.filled())
+    }))
+    .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    ch.draw_series(vals.iter().enumerate().map(|(i, (_, v))| {
+        Text::new(
+            si(*v),
+            (i as f64 + 0.15, *v + max * 0.13),
+            ("sans-serif", 13).into_font(),
+        )
+    }))
+    .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    ch.draw_series(vals.iter().enumerate().map(|(i, (name, v))| {
+        Text::new(
+            name.clone(),
+            (i as f64 + 0.15, *v + max * 0.075),
+            ("sans-serif", 12).into_font(),
+        )
+    }))
+    .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    root.present().map_err(|e| anyhow::anyhow!("svg: {e}"))?;
+    Ok(())
+}
+
+/// Write the whole report as JSON.
+pub fn write_json(rep: &Report, path: &Path) -> Result<()> {
+    let s = serde_json::to_string_pretty(rep)?;
+    std::fs::write(path, s).with_context(|| format!("write {}", path.display()))
+}
