@@ -309,6 +309,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         flusher_cv: Condvar::new(),
         counters,
         journal_bytes_at_flush: std::sync::atomic::AtomicU64::new(0),
+        tree_ids: std::sync::atomic::AtomicU64::new(1),
         flushed_txid: std::sync::atomic::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),
         closed: AtomicBool::new(false),

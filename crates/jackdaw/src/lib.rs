@@ -29,6 +29,7 @@ pub use error::{Error, Result};
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
 pub use stats::{CheckReport, CommitStats, ReaderInfo, Stats};
 pub use api::{Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn};
+pub use api::catalog::max_tree_name;
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;
 pub use txn::PageRef;

@@ -12,11 +12,21 @@ use std::ops::Bound;
 /// Id of the root tree in leaf caches.
 pub(crate) const ROOT_ID: u64 = 0;
 
+/// Longest tree name: a name and its 64-byte descriptor must fit one leaf entry (1,953 bytes at
+/// 4 KiB pages).
+pub fn max_tree_name(page_size: usize) -> usize {
+    crate::tree::node::max_entry(page_size) - crate::tree::node::LEAF_ENTRY_HEADER - crate::tree::DESC_LEN
+}
+
 pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
     if name.is_empty() {
         return Err(Error::Invalid("a tree name cannot be empty".into()));
     }
-    super::check_key(name.as_bytes(), page_size)
+    let max = max_tree_name(page_size);
+    if name.len() > max {
+        return Err(Error::KeyTooLarge { len: name.len(), max });
+    }
+    Ok(())
 }
 
 /// The descriptor stored under `name`.

@@ -35,22 +35,41 @@ pub struct WriteTxn {
     trees: PgnoMap<TreeState>,
     cache: LeafCache,
     touched: u64,
+    core: Arc<Core>,
+    /// Set when an operation failed after it began changing pages: the transaction's state is
+    /// then unknown, so it can only be aborted.
+    broken: Option<Error>,
 }
 
 impl WriteTxn {
     pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
         let raw = PageTxn::begin(core, wait)?;
         let meta = Meta::decode(&raw.page(META_PAGE)?)?;
+        let next_tree_id = meta.next_tree_id.max(core.tree_ids.load(std::sync::atomic::Ordering::Relaxed));
         Ok(WriteTxn {
             raw,
             db_id: core.db_id,
             root: meta.root,
-            next_tree_id: meta.next_tree_id,
+            next_tree_id,
             meta_dirty: false,
             trees: PgnoMap::default(),
             cache: LeafCache::new(2),
             touched: 0,
+            core: core.clone(),
+            broken: None,
         })
+    }
+
+    /// Run a change to pages: refused once the transaction is broken, and breaks it on failure.
+    fn change<T>(&mut self, f: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.broken {
+            return Err(Error::Invalid(format!("an earlier operation of this transaction failed ({e}); it can only be aborted")));
+        }
+        let r = f(self);
+        if let Err(e) = &r {
+            self.broken = Some(e.clone());
+        }
+        r
     }
 
     /// The id this transaction will have when it commits.
@@ -125,8 +144,9 @@ impl WriteTxn {
         }
         let desc = TreeDesc { id: self.next_tree_id, kind: kind as u32, ..TreeDesc::default() };
         self.next_tree_id += 1;
+        self.core.tree_ids.fetch_max(self.next_tree_id, std::sync::atomic::Ordering::Relaxed);
         self.meta_dirty = true;
-        btree::put(&mut self.raw, &mut self.root, &mut self.cache, name.as_bytes(), FLAG_INLINE, &desc.encode(), &mut self.touched)?;
+        self.change(|t| btree::put(&mut t.raw, &mut t.root, &mut t.cache, name.as_bytes(), FLAG_INLINE, &desc.encode(), &mut t.touched))?;
         self.trees.insert(desc.id, TreeState { name: name.to_string(), desc, dirty: false });
         Ok(catalog::handle(name, &desc, self.db_id))
     }
@@ -144,8 +164,10 @@ impl WriteTxn {
     pub fn delete_tree(&mut self, name: &str) -> Result<bool> {
         let Some(t) = self.open_tree(name)? else { return Ok(false) };
         let desc = self.state(&t)?.desc;
-        btree::free_all(&mut self.raw, &desc)?;
-        btree::delete(&mut self.raw, &mut self.root, &mut self.cache, name.as_bytes(), &mut self.touched)?;
+        self.change(|t| {
+            btree::free_all(&mut t.raw, &desc)?;
+            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, name.as_bytes(), &mut t.touched)
+        })?;
         self.trees.remove(&desc.id);
         self.cache.clear_tree(desc.id);
         self.meta_dirty = true;
@@ -163,8 +185,10 @@ impl WriteTxn {
             return Err(Error::TreeExists(new.to_string()));
         }
         let desc = self.state(&t)?.desc;
-        btree::delete(&mut self.raw, &mut self.root, &mut self.cache, old.as_bytes(), &mut self.touched)?;
-        btree::put(&mut self.raw, &mut self.root, &mut self.cache, new.as_bytes(), FLAG_INLINE, &desc.encode(), &mut self.touched)?;
+        self.change(|t| {
+            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, old.as_bytes(), &mut t.touched)?;
+            btree::put(&mut t.raw, &mut t.root, &mut t.cache, new.as_bytes(), FLAG_INLINE, &desc.encode(), &mut t.touched)
+        })?;
         self.state(&t)?.name = new.to_string();
         self.meta_dirty = true;
         Ok(())
@@ -187,14 +211,17 @@ impl WriteTxn {
         check_key(key, ps)?;
         check_value_len(value.len() as u64)?;
         let mut desc = self.desc(tree, TreeKind::Plain)?;
-        if inline(key, value.len() as u64, ps) {
-            btree::put(&mut self.raw, &mut desc, &mut self.cache, key, FLAG_INLINE, value, &mut self.touched)?;
-        } else {
-            let (first, n) = overflow::write(&mut self.raw, value)?;
-            desc.overflow_pages += n;
-            let r = overflow::encode_ref(value.len() as u64, first);
-            btree::put(&mut self.raw, &mut desc, &mut self.cache, key, FLAG_OVERFLOW, &r, &mut self.touched)?;
-        }
+        self.change(|t| {
+            if inline(key, value.len() as u64, ps) {
+                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_INLINE, value, &mut t.touched)?;
+            } else {
+                let (first, n) = overflow::write(&mut t.raw, value)?;
+                desc.overflow_pages += n;
+                let r = overflow::encode_ref(value.len() as u64, first);
+                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)?;
+            }
+            Ok(())
+        })?;
         self.store(tree, desc);
         Ok(())
     }
@@ -212,10 +239,12 @@ impl WriteTxn {
             return self.put(tree, key, v);
         }
         let mut desc = self.desc(tree, TreeKind::Plain)?;
-        let (first, n) = overflow::write_stream(&mut self.raw, len, &mut reader)?;
-        desc.overflow_pages += n;
-        let r = overflow::encode_ref(len, first);
-        btree::put(&mut self.raw, &mut desc, &mut self.cache, key, FLAG_OVERFLOW, &r, &mut self.touched)?;
+        self.change(|t| {
+            let (first, n) = overflow::write_stream(&mut t.raw, len, &mut reader)?;
+            desc.overflow_pages += n;
+            let r = overflow::encode_ref(len, first);
+            btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)
+        })?;
         self.store(tree, desc);
         Ok(())
     }
@@ -230,7 +259,7 @@ impl WriteTxn {
     /// Delete `key`; true if it was present.
     pub fn delete(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<bool> {
         let mut desc = self.desc(tree, TreeKind::Plain)?;
-        let found = btree::delete(&mut self.raw, &mut desc, &mut self.cache, key.as_ref(), &mut self.touched)?;
+        let found = self.change(|t| btree::delete(&mut t.raw, &mut desc, &mut t.cache, key.as_ref(), &mut t.touched))?;
         if found {
             self.store(tree, desc);
         }
@@ -276,7 +305,7 @@ impl WriteTxn {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let added = multi::put(&mut self.raw, &mut desc, &mut self.cache, key, value, &mut self.touched)?;
+        let added = self.change(|t| multi::put(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
         self.store(tree, desc);
         Ok(added)
     }
@@ -286,7 +315,7 @@ impl WriteTxn {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let removed = multi::delete(&mut self.raw, &mut desc, &mut self.cache, key, value, &mut self.touched)?;
+        let removed = self.change(|t| multi::delete(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
         if removed {
             self.store(tree, desc);
         }
@@ -298,7 +327,7 @@ impl WriteTxn {
         let key = key.as_ref();
         check_key(key, self.raw.page_size())?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let n = multi::delete_all(&mut self.raw, &mut desc, &mut self.cache, key, &mut self.touched)?;
+        let n = self.change(|t| multi::delete_all(&mut t.raw, &mut desc, &mut t.cache, key, &mut t.touched))?;
         if n > 0 {
             self.store(tree, desc);
         }
@@ -357,6 +386,9 @@ impl WriteTxn {
 
     /// Write back tree descriptors and prepare the page-level commit (see `txn::write::Prepared`).
     pub(crate) fn prepare(mut self) -> Result<Prepared> {
+        if let Some(e) = &self.broken {
+            return Err(Error::Invalid(format!("an earlier operation of this transaction failed ({e}); it can only be aborted")));
+        }
         let mut dirty: Vec<(String, TreeDesc)> =
             self.trees.values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
         dirty.sort_by(|a, b| a.0.cmp(&b.0));

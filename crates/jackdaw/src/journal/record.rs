@@ -188,7 +188,8 @@ impl PayloadBuilder {
     }
 
     /// Add a page that was written straight to the data file: only its checksum is journaled.
-    pub(crate) fn add_written_once(&mut self, pgno: u64, checksum: u64) {
+    pub(crate) fn add_written_once(&mut self, pgno: u64, checksum: u64, page_size: usize) {
+        self.full_bytes += (ENTRY_HEADER + page_size) as u64;
         self.entry_header(pgno, EntryKind::WrittenOnce, 8);
         self.buf.extend_from_slice(&checksum.to_le_bytes());
     }
@@ -448,7 +449,7 @@ mod tests {
         p.add_page(4, &new, Some(&old));
         p.add_page(5, &fresh, None);
         p.add_page(6, &random, Some(&old));
-        p.add_written_once(7, 0xabcd);
+        p.add_written_once(7, 0xabcd, ps);
         let (h, payload) = roundtrip(&p);
         assert_eq!(h.page_count, 4);
         let es = entries(&payload, h.page_count, ps).unwrap();

@@ -410,6 +410,12 @@ fn rebalance<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut 
                 desc.root = 0;
                 desc.depth = 0;
                 cache.clear_tree(desc.id);
+            } else if !leaf && count == 0 {
+                w.free(pg)?;
+                desc.branch_pages -= 1;
+                desc.root = 0;
+                desc.depth = 0;
+                cache.clear_tree(desc.id);
             } else if !leaf && count == 1 {
                 w.free(pg)?;
                 desc.branch_pages -= 1;
@@ -420,6 +426,21 @@ fn rebalance<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut 
                 continue;
             }
             return Ok(());
+        }
+        if count == 0 {
+            // An empty page leaves its parent, whether or not a sibling could take it in (a
+            // branch of huge keys may have no sibling with room, and no other child).
+            let (ppg, ci) = path.pop().expect("non-empty");
+            w.free(pg)?;
+            if leaf {
+                desc.leaf_pages -= 1;
+            } else {
+                desc.branch_pages -= 1;
+            }
+            node::remove(w.page_mut(ppg)?, ci)?;
+            cache.clear_tree(desc.id);
+            pg = ppg;
+            continue;
         }
         if used >= cap / 4 {
             return Ok(());

@@ -93,6 +93,9 @@ pub(crate) struct Core {
     pub flusher_ctl: Mutex<FlusherCtl>,
     pub flusher_cv: Condvar,
     pub counters: Arc<Counters>,
+    /// One more than the highest tree id handed out in this process: ids of trees created in
+    /// aborted transactions are never handed out again, so a stale handle cannot alias a new tree.
+    pub tree_ids: std::sync::atomic::AtomicU64,
     /// The last flushed transaction (mirrors the header, readable without waiting for a flush).
     pub flushed_txid: std::sync::atomic::AtomicU64,
     /// Journal bytes written when the last flush began.

@@ -42,7 +42,9 @@ pub(crate) struct PageTxn {
     geom: Geometry,
     durability: Durability,
     /// Pages already written straight to the data file by `write_once` (number, checksum).
-    streamed: Vec<(u64, u64)>,
+    streamed: PgnoMap<u64>,
+    /// A mapping that covers the streamed pages (they are read back through it).
+    streamed_map: Option<Arc<crate::data::MapState>>,
 }
 
 impl PageTxn {
@@ -74,7 +76,8 @@ impl PageTxn {
             free,
             geom: Geometry::new(core.page_size),
             durability: core.opts.durability,
-            streamed: Vec::new(),
+            streamed: PgnoMap::default(),
+            streamed_map: None,
         })
     }
 
@@ -101,6 +104,13 @@ impl PageTxn {
     pub(crate) fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
         if let Some(d) = self.dirty.get(&pgno) {
             return Ok(PageRef::Borrowed(&d.buf));
+        }
+        if pgno >= self.base.next_page {
+            if let Some(m) = &self.streamed_map {
+                if self.streamed.contains_key(&pgno) {
+                    return Ok(PageRef::Borrowed(m.raw(pgno)?));
+                }
+            }
         }
         self.base.page(&self.core, pgno)
     }
@@ -186,6 +196,7 @@ impl PageTxn {
         bm[byte] |= mask;
         self.free[k as usize] += 1;
         self.dirty.remove(&pgno);
+        self.streamed.remove(&pgno);
         Ok(())
     }
 
@@ -205,7 +216,8 @@ impl PageTxn {
         page::seal(buf, pgno, self.base.txid + 1);
         core.data.ensure_pages(pgno + 1)?;
         core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
-        self.streamed.push((pgno, page::stored_checksum(buf)));
+        self.streamed.insert(pgno, page::stored_checksum(buf));
+        self.streamed_map = Some(core.data.map());
         Ok(())
     }
 
@@ -267,13 +279,15 @@ impl PageTxn {
         core.data.ensure_pages(self.next_page)?;
         let once = self.write_once_at_commit(&pgnos)?;
         let mut payload = PayloadBuilder::default();
-        for (p, sum) in &self.streamed {
-            payload.add_written_once(*p, *sum);
+        let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, *s)).collect();
+        streamed.sort_unstable();
+        for (p, sum) in streamed {
+            payload.add_written_once(p, sum, core.page_size);
         }
         for p in &pgnos {
             let d = &self.dirty[p];
             if once.contains(p) {
-                payload.add_written_once(*p, page::stored_checksum(&d.buf));
+                payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
             } else if d.fresh {
                 payload.add_page(*p, &d.buf, None);
             } else {
