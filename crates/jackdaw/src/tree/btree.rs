@@ -308,6 +308,37 @@ fn rightmost_path<W: PageRead + ?Sized>(w: &W, path: &Path) -> Result<bool> {
 /// separator, right).
 fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, idx: usize, new: Vec<u8>, rightmost: bool) -> Result<(u64, Vec<u8>, u64)> {
     let ps = w.page_size();
+    // Sequential append (the common case of a bulk load): the full page stays as it is and the
+    // new entry starts the next page alone; nothing is copied.
+    {
+        let (count, level) = {
+            let page = w.page(pgno)?;
+            let n = Node::new(&page);
+            (n.count(), n.level())
+        };
+        if rightmost && idx == count && count > 0 {
+            let leaf = level == 0;
+            let sep = entry_key(&new, leaf).to_vec();
+            let entry = if leaf {
+                new
+            } else {
+                let child = u64::from_le_bytes(new[2..10].try_into().expect("8"));
+                let mut e = vec![0u8; node::branch_entry_size(b"")];
+                node::write_branch_entry(&mut e, b"", child);
+                e
+            };
+            let right = w.alloc(if leaf { PageKind::Leaf } else { PageKind::Branch })?;
+            let rp = w.page_mut(right)?;
+            node::init(rp, level);
+            node::fill(rp, &[&entry])?;
+            if leaf {
+                desc.leaf_pages += 1;
+            } else {
+                desc.branch_pages += 1;
+            }
+            return Ok((pgno, sep, right));
+        }
+    }
     let (mut entries, level) = {
         let page = w.page(pgno)?;
         let n = Node::new(&page);
