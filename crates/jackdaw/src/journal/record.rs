@@ -198,49 +198,79 @@ impl PayloadBuilder {
 /// Append the runs of bytes where `new` differs from `old` (zeros if `None`). Returns false as
 /// soon as the encoding would pass `limit` bytes (the caller then stores the full image).
 ///
-/// Equal regions are skipped 64 bytes at a time (one vectorised comparison each); run edges are
-/// then refined to the byte. Runs closer than `MERGE_GAP` are merged (a run header costs 8 bytes).
+/// Equal regions are skipped 512 then 64 bytes at a time (one vectorised `memcmp` each); run edges
+/// are refined to the byte with 8-byte XORs. Runs closer than `MERGE_GAP` are merged (a run header
+/// costs 8 bytes).
 fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) -> bool {
     const B: usize = 64;
-    static ZEROS: [u8; B] = [0u8; B];
+    const BIG: usize = 512;
+    static ZEROS: [u8; BIG] = [0u8; BIG];
     let start_len = out.len();
     let n = new.len();
-    let block_eq = |i: usize| {
-        let e = (i + B).min(n);
+    let eq = |i: usize, len: usize| {
+        let e = (i + len).min(n);
         match old {
             Some(o) => new[i..e] == o[i..e],
             None => new[i..e] == ZEROS[..e - i],
         }
     };
-    let differs = |i: usize| match old {
-        Some(o) => new[i] != o[i],
-        None => new[i] != 0,
+    let word = |b: &[u8], i: usize| -> u64 {
+        let mut w = [0u8; 8];
+        let e = (i + 8).min(b.len());
+        w[..e - i].copy_from_slice(&b[i..e]);
+        u64::from_le_bytes(w)
     };
-    let mut pending: Option<(usize, usize)> = None;
+    let xor_at = |i: usize| -> u64 { word(new, i) ^ old.map_or(0, |o| word(o, i)) };
+    // First differing byte at or after `i` (one is known to exist before `n`).
+    let first_diff = |mut i: usize| -> usize {
+        loop {
+            let x = xor_at(i);
+            if x != 0 {
+                return i + (x.trailing_zeros() / 8) as usize;
+            }
+            i += 8;
+        }
+    };
+    // One past the last differing byte before `e` (one is known to exist after `lo`).
+    let last_diff = |e: usize, lo: usize| -> usize {
+        let mut i = (e - 1) & !7;
+        loop {
+            let mut x = xor_at(i);
+            if i + 8 > e {
+                x &= (1u64 << ((e - i) * 8)) - 1;
+            }
+            if x != 0 {
+                return i + 8 - (x.leading_zeros() / 8) as usize;
+            }
+            if i <= lo {
+                return lo + 1;
+            }
+            i -= 8;
+        }
+    };
     let emit = |out: &mut Vec<u8>, (a, b): (usize, usize)| {
         out.extend_from_slice(&(a as u32).to_le_bytes());
         out.extend_from_slice(&((b - a) as u32).to_le_bytes());
         out.extend_from_slice(&new[a..b]);
     };
+    let mut pending: Option<(usize, usize)> = None;
     let mut i = 0;
     while i < n {
-        if block_eq(i) {
+        if i % BIG == 0 && eq(i, BIG) {
+            i += BIG;
+            continue;
+        }
+        if eq(i, B) {
             i += B;
             continue;
         }
-        let mut a = i;
-        while !differs(a) {
-            a += 1;
-        }
+        let a = first_diff(i);
         let mut j = i;
-        while j < n && !block_eq(j) {
+        while j < n && !eq(j, B) {
             j += B;
         }
         let j = j.min(n);
-        let mut b = j;
-        while !differs(b - 1) {
-            b -= 1;
-        }
+        let b = last_diff(j, a);
         pending = match pending {
             Some((pa, pb)) if a - pb < MERGE_GAP => Some((pa, b)),
             Some(prev) => {
@@ -258,6 +288,46 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         emit(out, r);
     }
     out.len() - start_len <= limit
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::*;
+
+    /// Random sparse changes: the diff applied to the old page gives the new one, and the runs
+    /// cover exactly the changed bytes' span.
+    #[test]
+    fn diff_roundtrips_random_changes() {
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..2000 {
+            let ps = 4096;
+            let old: Vec<u8> = (0..ps).map(|_| rnd() as u8).collect();
+            let mut new = old.clone();
+            for _ in 0..(rnd() % 12) {
+                let at = (rnd() % ps as u64) as usize;
+                let len = ((rnd() % 40) as usize).min(ps - at);
+                for b in &mut new[at..at + len] {
+                    *b = b.wrapping_add(1 + (rnd() % 250) as u8);
+                }
+            }
+            let base = if round % 3 == 0 { None } else { Some(old.as_slice()) };
+            let mut out = Vec::new();
+            assert!(diff_into(&mut out, &new, base, usize::MAX));
+            let e = Entry { pgno: 1, kind: if base.is_some() { EntryKind::Diff } else { EntryKind::DiffZero }, data: &out };
+            let mut page = old.clone();
+            apply(&e, &mut page).unwrap();
+            assert_eq!(page, new, "round {round}");
+            if new == old && base.is_some() {
+                assert!(out.is_empty());
+            }
+        }
+    }
 }
 
 /// A payload ready to be framed: compressed with LZ4 when that saves at least 1/8.
