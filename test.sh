@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace (release profile, as CI does), then the demo.
+# Runs every test of the workspace (release profile, as CI does).
 set -euo pipefail
 cd "$(dirname "$0")"
 cargo test --workspace --release "$@"

@@ -179,8 +179,18 @@ impl Env {
 }
 
 fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
+    // Let an active write transaction of another thread finish first (unless this thread holds
+    // it: it would wait for itself; that transaction's commit then fails with `Closed`).
+    let writer = if crate::txn::write::held_by_this_thread(core) { None } else { Some(core.writer.lock()) };
     if core.closed.swap(true, Ordering::AcqRel) {
         return Ok(());
+    }
+    drop(writer);
+    // Commits prepared before the close get their records written (pipelined commits).
+    {
+        let mut j = core.journal.lock();
+        let prepared = core.prepared.lock().txid;
+        core.journal_cv.wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
     }
     if let Some(h) = flusher.lock().take() {
         core.flusher_ctl.lock().stop = true;
@@ -357,7 +367,7 @@ fn stats(core: &Arc<Core>) -> Stats {
     };
     Stats {
         page_size: core.page_size,
-        pages_in_use: committed.next_page - free_pages,
+        pages_in_use: committed.next_page - free_pages - FIRST_BITMAP_PAGE,
         free_pages,
         next_page: committed.next_page,
         data_file_bytes: core.data.len(),
@@ -380,7 +390,14 @@ fn stats(core: &Arc<Core>) -> Stats {
         flushes: Counters::get(&c.flushes),
         flushed_pages: Counters::get(&c.flushed_pages),
         written_once_pages: Counters::get(&c.written_once_pages),
-        syncs: crate::storage::SyncSite::ALL.iter().map(|s| (s.name(), Counters::get(&c.syncs[s.index()]))).collect(),
+        syncs: crate::storage::SyncSite::ALL
+            .iter()
+            .map(|s| {
+                let n = Counters::get(&c.syncs[s.index()]);
+                let extra = if *s == SyncSite::DataGrow { core.data.synced_grow.load(Ordering::Relaxed) } else { 0 };
+                (s.name(), n + extra)
+            })
+            .collect(),
         poisoned: core.poisoned.lock().is_some(),
     }
 }
@@ -460,7 +477,12 @@ where
         report.pages_checked += 1;
         match rtx.page(pgno) {
             Ok(p) => {
-                if let Err(e) = page::verify(&p, pgno) {
+                // Images held in memory carry no checksum (it is computed when they are flushed).
+                let r = match &p {
+                    crate::txn::PageRef::Borrowed(_) => page::verify(&p, pgno),
+                    crate::txn::PageRef::Held(_) => page::verify_header(&p, pgno),
+                };
+                if let Err(e) = r {
                     problems.push(e.to_string());
                 } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
                     problems.push("page 3 is not the meta page".into());
@@ -495,7 +517,7 @@ where
     }
     // 5. The journal chain after the header.
     let durable = core.journal.lock().durable_txid();
-    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir)
+    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir, false)
         .and_then(|paths| recovery::scan(core.opts.storage.as_ref(), &paths, &header, |_, _| Ok(())))
     {
         Ok(end) => {

@@ -95,8 +95,8 @@ impl Clock for ManualClock {
 /// - `max_pinned_bytes`: 1 GiB of unflushed page versions; past it new write transactions fail with
 ///   `Error::PinnedLimit` (after giving the flusher a chance), so a forgotten reader cannot exhaust
 ///   memory;
-/// - `journal_file_bytes`: 16 MiB per journal file (rounded up to 64 KiB; a larger record gets a
-///   file of its own size);
+/// - `journal_file_bytes`: 16 MiB per journal file (at least 64 KiB, rounded up to 4 KiB; a larger
+///   record gets a file of its own size);
 /// - `journal_files_kept`: 4 retired journal files kept for recycling;
 /// - `free_space`: [`FreeSpacePolicy::Reuse`];
 /// - `flusher`: [`FlusherMode::Background`];

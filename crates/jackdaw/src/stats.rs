@@ -67,7 +67,7 @@ pub struct ReaderInfo {
 #[derive(Debug, Clone)]
 pub struct Stats {
     pub page_size: usize,
-    /// Pages below the high-water mark that are not free.
+    /// Pages below the high-water mark that are not free (the two header slots excluded).
     pub pages_in_use: u64,
     pub free_pages: u64,
     /// The page high-water mark (pages ever allocated, free or not).

@@ -247,3 +247,53 @@ fn big_sync_commit_writes_pages_once_and_recovers() {
     drop(r);
     check_pages(&env, pages);
 }
+
+/// Regression: with several commits prepared and waiting for the journal at once (pipelined
+/// commits from many threads), publishing a version must not drop one a snapshot will read when
+/// an earlier transaction becomes visible. Every commit rewrites page `a`, so a snapshot at
+/// transaction t must see the version t stamped.
+#[test]
+fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
+    let dir = tmpdir("pipeline");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 0);
+    tx.commit().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..6)
+        .map(|_| {
+            let env = env.clone();
+            std::thread::spawn(move || {
+                for i in 0..150u64 {
+                    let mut tx = env.write().unwrap();
+                    fill(&mut tx, a, i);
+                    tx.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (env, stop) = (env.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = env.read().unwrap();
+                    let p = r.page(a).unwrap();
+                    assert_eq!(jackdaw::page_txid(&p), r.txid(), "snapshot {} read another version", r.txid());
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    env.flush().unwrap();
+    check_pages(&env, [a]);
+}

@@ -104,6 +104,8 @@ pub(crate) struct DataFile {
     len: AtomicU64,
     map: RwLock<Arc<MapState>>,
     grow_lock: Mutex<()>,
+    /// Growth syncs done (for stats).
+    pub(crate) synced_grow: AtomicU64,
 }
 
 impl DataFile {
@@ -116,6 +118,7 @@ impl DataFile {
             len: AtomicU64::new(len),
             map: RwLock::new(Arc::new(MapState::new(map, page_size, None))),
             grow_lock: Mutex::new(()),
+            synced_grow: AtomicU64::new(0),
         })
     }
 
@@ -142,8 +145,11 @@ impl DataFile {
             return Ok(());
         }
         let new_len = grown_len(cur, need, self.page_size as u64);
+        // A full disk fails here, before anything refers to the new pages: nothing to undo.
         self.file.allocate(new_len).ctx("grow data file")?;
-        self.file.sync_all(SyncSite::DataGrow).ctx("sync data file growth")?;
+        // A failed sync is another matter: the caller poisons the environment (never retry).
+        self.file.sync_all(SyncSite::DataGrow).map_err(|e| Error::Poisoned(format!("sync of data file growth failed: {e}")))?;
+        self.synced_grow.fetch_add(1, Ordering::Relaxed);
         self.remap(new_len)
     }
 

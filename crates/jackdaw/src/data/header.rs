@@ -15,8 +15,9 @@
 //!     24    8 db_id           random at creation; every journal record carries it
 //!     32    8 flushed_txid    every transaction <= this is in the data file
 //!     40    8 next_page       page high-water mark after flushed_txid
-//!     48    8 journal_gen     journal file holding record flushed_txid + 1
-//!     56    8 journal_offset  byte offset of that record
+//!     48    8 journal_gen     journal position just after record flushed_txid: where record
+//!     56    8 journal_offset  flushed_txid + 1 starts, or the next generation's offset 0 if it
+//!                             did not fit in that file
 //!     64   56 reserved        zero
 //!    120    8 checksum        xxh3-64 of bytes [0, 120)
 //! ```

@@ -92,7 +92,26 @@ pub(crate) fn seal(page: &mut [u8], pgno: u64, txid: u64) {
     page[OFF_CHECKSUM..OFF_CHECKSUM + 8].copy_from_slice(&c.to_le_bytes());
 }
 
-/// Check a page read from the data file or replayed from the journal.
+/// Stamp the page number and transaction id (at commit). The checksum is computed only when the
+/// page goes to the data file (`seal`, by the flusher or recovery): page images held in memory
+/// and in the journal (which has its own checksum) do not need it.
+pub(crate) fn stamp(page: &mut [u8], pgno: u64, txid: u64) {
+    page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
+    page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.to_le_bytes());
+}
+
+/// Check the header of a page held in memory (number and kind; its checksum is not kept).
+pub(crate) fn verify_header(page: &[u8], pgno: u64) -> Result<()> {
+    if page_no(page) != pgno {
+        return Err(Error::corrupted(Some(pgno), format!("page header says page {}", page_no(page))));
+    }
+    if page_kind(page).is_none() {
+        return Err(Error::corrupted(Some(pgno), format!("unknown page kind {}", page[OFF_KIND])));
+    }
+    Ok(())
+}
+
+/// Check a page read from the data file.
 pub(crate) fn verify(page: &[u8], pgno: u64) -> Result<()> {
     if page.len() < PAGE_HEADER {
         return Err(Error::corrupted(Some(pgno), "short page"));

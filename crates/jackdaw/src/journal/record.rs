@@ -155,9 +155,6 @@ pub(crate) struct PayloadBuilder {
     pub(crate) full_bytes: u64,
 }
 
-/// Gaps shorter than this between changed ranges are merged into one run (a run costs 8 bytes).
-const MERGE_GAP: usize = 16;
-
 impl PayloadBuilder {
     fn entry_header(&mut self, pgno: u64, kind: EntryKind, data_len: usize) {
         self.buf.extend_from_slice(&pgno.to_le_bytes());
@@ -199,8 +196,8 @@ impl PayloadBuilder {
 /// soon as the encoding would pass `limit` bytes (the caller then stores the full image).
 ///
 /// Equal regions are skipped 512 then 64 bytes at a time (one vectorised `memcmp` each); run edges
-/// are refined to the byte with 8-byte XORs. Runs closer than `MERGE_GAP` are merged (a run header
-/// costs 8 bytes).
+/// are refined to the byte with 8-byte XORs. A run ends at the first equal 64-byte block, so runs
+/// are at least 64 bytes apart (a run header costs 8).
 fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) -> bool {
     const B: usize = 64;
     const BIG: usize = 512;
@@ -253,7 +250,6 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         out.extend_from_slice(&((b - a) as u32).to_le_bytes());
         out.extend_from_slice(&new[a..b]);
     };
-    let mut pending: Option<(usize, usize)> = None;
     let mut i = 0;
     while i < n {
         if i % BIG == 0 && eq(i, BIG) {
@@ -271,23 +267,13 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         }
         let j = j.min(n);
         let b = last_diff(j, a);
-        pending = match pending {
-            Some((pa, pb)) if a - pb < MERGE_GAP => Some((pa, b)),
-            Some(prev) => {
-                emit(out, prev);
-                if out.len() - start_len > limit {
-                    return false;
-                }
-                Some((a, b))
-            }
-            None => Some((a, b)),
-        };
+        emit(out, (a, b));
+        if out.len() - start_len > limit {
+            return false;
+        }
         i = j;
     }
-    if let Some(r) = pending {
-        emit(out, r);
-    }
-    out.len() - start_len <= limit
+    true
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Journal files found in the directory, by generation.
-pub(crate) fn list(storage: &dyn Storage, dir: &Path) -> Result<BTreeMap<u64, PathBuf>> {
+/// Journal files found in the directory, by generation. With `clean`, files whose creation never
+/// finished (`*.jnl.tmp`, which never held a record) are removed.
+pub(crate) fn list(storage: &dyn Storage, dir: &Path, clean: bool) -> Result<BTreeMap<u64, PathBuf>> {
     let mut out = BTreeMap::new();
     if !storage.exists(dir) {
         return Ok(out);
@@ -30,7 +31,7 @@ pub(crate) fn list(storage: &dyn Storage, dir: &Path) -> Result<BTreeMap<u64, Pa
     for name in storage.list_dir(dir).ctx("list journal directory")? {
         if let Some(g) = parse_name(&name) {
             out.insert(g, dir.join(name));
-        } else if name.ends_with(".jnl.tmp") {
+        } else if clean && name.ends_with(".jnl.tmp") {
             // A file whose creation did not finish: never held a record.
             storage.remove(&dir.join(&name)).ctx("remove unfinished journal file")?;
         }
@@ -152,7 +153,7 @@ pub(crate) fn scan(
 /// Replay every record after the header into the data file (not synced: the caller syncs and
 /// writes the header). Returns where the log ended.
 pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &DataFile) -> Result<(ScanEnd, BTreeMap<u64, PathBuf>)> {
-    let paths = list(storage, dir)?;
+    let paths = list(storage, dir, true)?;
     let ps = data.page_size;
     let mut pages: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut written_once: HashMap<u64, u64> = HashMap::new();
@@ -186,10 +187,13 @@ pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &
         }
         Ok(())
     })?;
-    for (pgno, page) in &pages {
-        crate::data::page::verify(page, *pgno).map_err(|err| {
-            Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
+    // Rebuilt pages get their checksum now (commits journal pages without one).
+    for (pgno, page) in pages.iter_mut() {
+        crate::data::page::verify_header(page, *pgno).map_err(|err| {
+            Error::corrupted(Some(*pgno), format!("page rebuilt from the journal is not a page: {err}"))
         })?;
+        let txid = crate::data::page::page_txid(page);
+        crate::data::page::seal(page, *pgno, txid);
     }
     for (pgno, sum) in written_once {
         let mut buf = vec![0u8; ps];

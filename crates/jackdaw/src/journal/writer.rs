@@ -4,8 +4,9 @@
 //! 1. Records are written in transaction order; `durable_txid` only grows, and every record up to
 //!    it is on the device (a `Sync` commit first makes earlier `Buffered`/`None` records durable,
 //!    so there are no holes).
-//! 2. A journal file is fully zero-filled, synced, named and its directory synced before any
-//!    record in it is acknowledged, so an `O_DSYNC` write never has to commit metadata too.
+//! 2. A journal file is fully written (zeros when new; a recycled file keeps its old bytes, whose
+//!    records carry another generation and never verify), synced, named and its directory synced
+//!    before any record in it is acknowledged, so an `O_DSYNC` write never commits metadata too.
 //! 3. Within one file, records are back to back from offset 0; a record that does not fit starts
 //!    the next generation at offset 0.
 

@@ -3,8 +3,8 @@
 //! Every file and directory operation of the engine goes through [`Storage`] and [`StorageFile`]:
 //! the real implementation ([`FsStorage`]) uses `pread`/`pwritev`/`fdatasync`/`flock`/`mmap`; the
 //! in-memory one ([`MemStorage`]) keeps files in RAM and serves the engine's mapped reads too, so
-//! a whole environment can run without a disk. A fault-injecting implementation (crash testing)
-//! wraps either one.
+//! a whole environment can run without a disk. Tests wrap either one in fault-injecting
+//! implementations (crash images, failing calls, blocking syncs): see crates/jackdaw/tests/support.
 //!
 //! Every sync takes a [`SyncSite`] label so that a fault injector can tell the call sites apart
 //! (and a test can disable one at a time to show it is needed).
@@ -28,7 +28,8 @@ use std::sync::Arc;
 pub enum SyncSite {
     /// The zero-filled body of a new journal file, before it is named.
     JournalPrealloc,
-    /// The journal directory after a journal file was created, renamed or removed.
+    /// The journal directory after a journal file was created or renamed (removals of retired
+    /// files need no sync: a retired file left behind by a crash is recognised and ignored).
     JournalDir,
     /// A journal record written through the page cache (fallback path, or making `Buffered`/`None`
     /// records durable before a `Sync` commit or a flush).

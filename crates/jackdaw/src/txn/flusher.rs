@@ -14,7 +14,7 @@
 //!    journal files that hold only records `<= T`.
 
 use super::core::Core;
-use crate::data::Header;
+use crate::data::{page, Header};
 use crate::stats::Counters;
 use crate::storage::SyncSite;
 use crate::{Error, Result};
@@ -82,7 +82,8 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     let pages: Vec<u64> = pages.into_iter().collect();
     let mut kinds = [0u64; 8];
     let mut bytes = 0u64;
-    // Coalesce runs of consecutive pages into one vectored write.
+    // Coalesce runs of consecutive pages into one vectored write. Each page's checksum is
+    // computed here (commit only stamps pages): the write is [checksum][page bytes 8..].
     let mut i = 0;
     while i < pages.len() {
         let mut bufs = Vec::new();
@@ -95,7 +96,13 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
             bufs.push(b);
             j += 1;
         }
-        let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+        let sums: Vec<[u8; 8]> =
+            bufs.iter().zip(&pages[i..j]).map(|(b, p)| page::compute_checksum(b, *p).to_le_bytes()).collect();
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * bufs.len());
+        for (b, s) in bufs.iter().zip(&sums) {
+            slices.push(IoSlice::new(s));
+            slices.push(IoSlice::new(&b[8..]));
+        }
         core.data.write_pages(pages[i], &slices)?;
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;

@@ -6,10 +6,11 @@
 //!    the data file (and `T` is at most the oldest live snapshot), so a snapshot that finds no
 //!    version `<= its id` here is served the right bytes by the data file.
 //! 3. `count` is the number of pages with versions; zero lets readers skip the lock entirely.
-//! 4. Besides its newest version, a page keeps only versions some snapshot may still read: the
-//!    newest one at or below each live snapshot and at or below the last visible transaction
-//!    (future snapshots start there). Older versions are dropped when a new one is published, so
-//!    memory grows with the pages changed, not with the number of commits.
+//! 4. A page keeps every version newer than the last visible transaction (prepared transactions
+//!    become visible in order, and snapshots will start at each of them), and below that only the
+//!    versions some snapshot may still read: the newest one at or below each live snapshot and at
+//!    or below the last visible transaction. Older versions are dropped when a new one is
+//!    published, so memory grows with the pages changed, not with the number of commits.
 
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -56,10 +57,10 @@ impl PageTable {
         vs.iter().rev().find(|(t, _)| *t <= txid).map(|(_, b)| b.clone())
     }
 
-    /// Publish transaction `txid`'s pages. `needed` lists, ascending, the snapshot ids that may
-    /// read older versions (live snapshots and the last visible transaction): superseded versions
-    /// none of them reads are dropped (invariant 4).
-    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>, needed: &[u64]) {
+    /// Publish transaction `txid`'s pages. `visible` is the last visible transaction; `needed`
+    /// lists the snapshot ids that may read older versions (live snapshots and `visible`):
+    /// superseded versions at or below `visible` that none of them reads are dropped (invariant 4).
+    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>, visible: u64, needed: &[u64]) {
         let mut dropped: Vec<PageBuf> = Vec::new();
         {
             let mut m = self.map.write();
@@ -71,7 +72,7 @@ impl PageTable {
                 debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
                 if !vs.is_empty() {
                     // Keep version i if it is the newest <= some needed snapshot.
-                    let mut keep = vec![false; vs.len()];
+                    let mut keep: Vec<bool> = vs.iter().map(|(t, _)| *t > visible).collect();
                     for s in needed {
                         if let Some(i) = vs.iter().rposition(|(t, _)| t <= s) {
                             keep[i] = true;
@@ -146,8 +147,8 @@ mod tests {
     fn versions_are_found_by_snapshot_and_retired() {
         let t = PageTable::default();
         assert!(t.get(5, 100).is_none());
-        t.publish(3, vec![(5, buf(3)), (6, buf(3))], &[2]);
-        t.publish(7, vec![(5, buf(7))], &[4]);
+        t.publish(3, vec![(5, buf(3)), (6, buf(3))], 2, &[2]);
+        t.publish(7, vec![(5, buf(7))], 4, &[4]);
         assert!(t.get(5, 2).is_none());
         assert_eq!(t.get(5, 3).unwrap()[0], 3);
         assert_eq!(t.get(5, 6).unwrap()[0], 3);
@@ -166,18 +167,25 @@ mod tests {
     #[test]
     fn superseded_versions_no_snapshot_reads_are_dropped() {
         let t = PageTable::default();
-        t.publish(1, vec![(9, buf(1))], &[0]);
-        t.publish(2, vec![(9, buf(2))], &[1]);
+        t.publish(1, vec![(9, buf(1))], 0, &[0]);
+        t.publish(2, vec![(9, buf(2))], 1, &[1]);
         // A snapshot at 1 reads version 1; nothing reads the others but the newest.
-        t.publish(3, vec![(9, buf(3))], &[1, 2]);
-        t.publish(4, vec![(9, buf(4))], &[1, 3]);
+        t.publish(3, vec![(9, buf(3))], 2, &[1, 2]);
+        t.publish(4, vec![(9, buf(4))], 3, &[1, 3]);
         assert_eq!(t.get(9, 1).unwrap()[0], 1);
         assert_eq!(t.get(9, 2).unwrap()[0], 1, "version 2 was dropped: no snapshot at 2 remained");
         assert_eq!(t.get(9, 3).unwrap()[0], 3);
         assert_eq!(t.get(9, 9).unwrap()[0], 4);
         assert_eq!(t.bytes(), 3 * 16);
         // With no reader but the last visible transaction, only that version and the new one stay.
-        t.publish(5, vec![(9, buf(5))], &[4]);
+        t.publish(5, vec![(9, buf(5))], 4, &[4]);
         assert_eq!(t.bytes(), 2 * 16);
+        // Versions of transactions prepared but not yet visible are all kept (pipelined commits).
+        t.publish(6, vec![(9, buf(6))], 4, &[4]);
+        t.publish(7, vec![(9, buf(7))], 4, &[4]);
+        t.publish(8, vec![(9, buf(8))], 4, &[4]);
+        for v in 4..=8 {
+            assert_eq!(t.get(9, v).unwrap()[0] as u64, v);
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! numbers, allocated from the free-space map first, and committed as one journal record.
 //!
 //! Invariants:
-//! 1. The writer's base is the last committed state; nothing else commits while it lives.
+//! 1. The writer's base is the last prepared state (possibly not yet visible to snapshots:
+//!    commits are pipelined); nothing else is prepared while it lives.
 //! 2. Every dirty page is a full page image under its own number; `fresh` pages did not exist in
 //!    the base state (they are journaled as a diff against zeros).
 //! 3. Abort (or drop) discards dirty pages and the local free counts: the committed allocator
@@ -214,7 +215,11 @@ impl PageTxn {
         }
         let core = &self.core;
         page::seal(buf, pgno, self.base.txid + 1);
-        core.data.ensure_pages(pgno + 1)?;
+        core.data.ensure_pages(pgno + 1).inspect_err(|e| {
+            if matches!(e, Error::Poisoned(_)) {
+                core.poison(e)
+            }
+        })?;
         core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
         self.streamed.insert(pgno, page::stored_checksum(buf));
         self.streamed_map = Some(core.data.map());
@@ -226,7 +231,7 @@ impl PageTxn {
     /// recovery (no earlier record names them). When there are at least `write_once_min_pages` of
     /// them they go straight to the data file, synced (with any streamed pages) before the
     /// journal record, which then carries only their checksums. Returns the set written.
-    fn write_once_at_commit(&self, pgnos: &[u64]) -> Result<HashSet<u64>> {
+    fn write_once_at_commit(&mut self, pgnos: &[u64]) -> Result<HashSet<u64>> {
         let core = &self.core;
         let min = core.opts.write_once_min_pages;
         let mut once = HashSet::new();
@@ -236,6 +241,10 @@ impl PageTxn {
             pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect()
         };
         if eligible.len() >= min.max(1) {
+            let txid = self.base.txid + 1;
+            for p in &eligible {
+                page::seal(&mut self.dirty.get_mut(p).expect("key").buf, *p, txid);
+            }
             let mut i = 0;
             while i < eligible.len() {
                 let mut j = i + 1;
@@ -257,7 +266,7 @@ impl PageTxn {
         Ok(once)
     }
 
-    /// The first half of a commit, under the writer lock: seal the pages, grow the file, write
+    /// The first half of a commit, under the writer lock: stamp the pages, grow the file, write
     /// pages once, build and compress the journal payload, and publish the page versions to the
     /// page table, invisible to snapshots until `finish`. Releases the writer lock, so the next
     /// transaction can be built on this one while its record is written (pipelined commit).
@@ -273,10 +282,15 @@ impl PageTxn {
         pgnos.sort_unstable();
         for p in &pgnos {
             let d = self.dirty.get_mut(p).expect("key");
-            page::seal(&mut d.buf, *p, txid);
+            page::stamp(&mut d.buf, *p, txid);
         }
-        // Growth is durable before the record that needs it; a full disk fails here, harmlessly.
-        core.data.ensure_pages(self.next_page)?;
+        // Growth is durable before the record that needs it; a full disk fails here, harmlessly
+        // (a failed sync poisons).
+        core.data.ensure_pages(self.next_page).inspect_err(|e| {
+            if matches!(e, Error::Poisoned(_)) {
+                core.poison(e)
+            }
+        })?;
         let once = self.write_once_at_commit(&pgnos)?;
         let mut payload = PayloadBuilder::default();
         let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, *s)).collect();
@@ -311,17 +325,16 @@ impl PageTxn {
             pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
         let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
-        let needed = {
+        let (visible, needed) = {
             let r = core.readers.lock();
+            let visible = core.committed().txid;
             let mut v: Vec<u64> = r.slots.iter().flatten().map(|(t, _)| *t).collect();
-            v.push(core.committed().txid);
-            // The base of this transaction may still be invisible (pipelined): it becomes visible next.
-            v.push(txid - 1);
+            v.push(visible);
             v.sort_unstable();
             v.dedup();
-            v
+            (visible, v)
         };
-        core.table.publish(txid, versions, &needed);
+        core.table.publish(txid, versions, visible, &needed);
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos,
