@@ -1,0 +1,245 @@
+//! The flusher runs off the writer's lock: while a flush is held inside its data-file sync (or its
+//! header sync) by a gated `Storage` wrapper, commits and reads on other threads complete.
+//!
+//! The wrapper (`support/gate.rs`) implements the public storage traits around `FsStorage`; a
+//! test arms it for one call site, waits until a flush is held there, does its work on another
+//! thread under a deadline (so a deadlock fails the test instead of hanging it), checks the flush
+//! is *still* held (so the work really happened during the sync), then opens the gate.
+
+mod common;
+#[path = "support/gate.rs"]
+mod gate;
+mod support;
+
+use common::*;
+use gate::{GatedStorage, Point, ReleaseOnDrop};
+use jackdaw::storage::SyncSite;
+use jackdaw::{Durability, Env, FlusherMode, Options};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Deadlock guard for work that must not wait for the held flush.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Run `f` on a new thread; `None` if it has not finished within `limit` (it is left running).
+fn with_deadline<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<std::thread::Result<T>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(r);
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+fn opts(gs: &GatedStorage, background: bool) -> Options {
+    let o = test_opts().storage(Arc::new(gs.clone()));
+    if background {
+        // The flusher runs when 64 KiB of page versions are unflushed, not on a timer.
+        o.flusher(FlusherMode::Background).flush_threshold_bytes(64 << 10).flush_idle(Duration::from_secs(3600))
+    } else {
+        o.flusher(FlusherMode::Manual)
+    }
+}
+
+/// Hold a flush at `site`, then commit and read on another thread.
+fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
+    let what =
+        format!("flush held in its {site:?} sync ({} flusher)", if background { "background" } else { "manual" });
+    let gs = GatedStorage::new();
+    let dir = tmpdir("flusher-blocking");
+    let env = Env::open(&dir, opts(&gs, background)).unwrap();
+    // Declared after `env`: on a panic the gate opens before `env` is dropped (and closed).
+    let _open_gate = ReleaseOnDrop(gs.gate.clone());
+    let mut tx = env.write().unwrap();
+    let pages: Vec<u64> = (0..8).map(|_| alloc(&mut tx, 1)).collect();
+    tx.commit().unwrap();
+
+    gs.gate.arm(Point::Sync(site));
+    let flush = if background {
+        // Enough unflushed bytes to wake the flusher (8 x 4 KiB + 20 x 4 KiB > 64 KiB).
+        let mut tx = env.write().unwrap();
+        for &p in &pages {
+            fill(&mut tx, p, 2);
+        }
+        let extra: Vec<u64> = (0..20).map(|_| alloc(&mut tx, 2)).collect();
+        for p in extra {
+            tx.free_page(p).unwrap();
+        }
+        tx.commit().unwrap();
+        None
+    } else {
+        let mut tx = env.write().unwrap();
+        for &p in &pages {
+            fill(&mut tx, p, 2);
+        }
+        tx.commit().unwrap();
+        let e = env.clone();
+        Some(std::thread::spawn(move || e.flush()))
+    };
+    assert!(gs.gate.wait_blocked(DEADLINE), "{what}: the flush never reached the sync");
+    let flushing_txid = env.read().unwrap().txid();
+
+    let e = env.clone();
+    let ps = pages.clone();
+    let work = with_deadline(DEADLINE, move || {
+        let before = e.read().unwrap();
+        let mut added = Vec::new();
+        for i in 0..24u64 {
+            let mut tx = e.write().unwrap();
+            tx.set_durability([Durability::Sync, Durability::Buffered, Durability::None][i as usize % 3]);
+            let p = ps[i as usize % ps.len()];
+            fill(&mut tx, p, 1000 + i);
+            let n = alloc(&mut tx, 5000 + i);
+            tx.commit().unwrap();
+            let r = e.read().unwrap();
+            assert_eq!(read_value(&r, p), 1000 + i);
+            assert_eq!(read_value(&r, n), 5000 + i);
+            added.push((n, 5000 + i));
+        }
+        // A snapshot from before the work still sees its version.
+        for &p in &ps {
+            assert_eq!(read_value(&before, p), 2);
+        }
+        // try_write does not wait for the flush either.
+        drop(e.try_write().unwrap());
+        added
+    });
+    let added = match work {
+        Some(Ok(a)) => a,
+        Some(Err(panic)) => {
+            gs.gate.release();
+            std::panic::resume_unwind(panic);
+        }
+        None => {
+            gs.gate.release();
+            panic!("{what}: commits and reads did not complete within {DEADLINE:?}: they wait for the flush");
+        }
+    };
+    // The flush is still held: everything above ran while it was inside the sync.
+    assert_eq!(gs.gate.waiting(), 1, "{what}");
+    if let Some(h) = &flush {
+        assert!(!h.is_finished(), "{what}");
+    }
+    gs.gate.release();
+    if let Some(h) = flush {
+        h.join().unwrap().unwrap();
+    }
+    // This flush waits for the held one (if still running), then flushes the rest.
+    env.flush().unwrap();
+    let s = env.stats();
+    assert_eq!(s.last_committed_txid, flushing_txid + 24);
+    assert_eq!(s.last_flushed_txid, s.last_committed_txid);
+    assert!(s.flushes >= 2, "{s:?}");
+    let mut live: Vec<u64> = pages.clone();
+    live.extend(added.iter().map(|(p, _)| *p));
+    check_pages(&env, live.clone());
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    for (p, v) in &added {
+        assert_eq!(read_value(&r, *p), *v);
+    }
+    for (i, p) in pages.iter().enumerate() {
+        // The last of the 24 commits that wrote page i.
+        let last = (0..24u64).filter(|k| *k as usize % pages.len() == i).max().unwrap();
+        assert_eq!(read_value(&r, *p), 1000 + last);
+    }
+    drop(r);
+    check_pages(&env, live);
+    drop(env);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn commits_and_reads_proceed_while_flush_waits_in_data_sync() {
+    commits_proceed_while_flush_held(SyncSite::DataFlush, false);
+}
+
+#[test]
+fn commits_and_reads_proceed_while_flush_waits_in_header_sync() {
+    commits_proceed_while_flush_held(SyncSite::Header, false);
+}
+
+#[test]
+fn commits_and_reads_proceed_while_background_flush_waits_in_data_sync() {
+    commits_proceed_while_flush_held(SyncSite::DataFlush, true);
+}
+
+/// Regression (fixed engine bug): `Env::stats()` reads `last_flushed_txid` under the lock a flush holds from start
+/// to end, so a monitoring call waits for a whole flush, data-file fsync included.
+/// Reproduction: hold a flush in its `DataFlush` sync (as here), call `env.stats()` on another
+/// thread: it does not return until the sync does.
+#[test]
+fn regression_stats_never_waits_for_a_flush_in_progress() {
+    let gs = GatedStorage::new();
+    let dir = tmpdir("flusher-stats");
+    let env = Env::open(&dir, opts(&gs, false)).unwrap();
+    let _open_gate = ReleaseOnDrop(gs.gate.clone());
+    let mut tx = env.write().unwrap();
+    alloc(&mut tx, 1);
+    tx.commit().unwrap();
+    gs.gate.arm(Point::Sync(SyncSite::DataFlush));
+    let e = env.clone();
+    let flush = std::thread::spawn(move || e.flush());
+    assert!(gs.gate.wait_blocked(DEADLINE));
+    let e = env.clone();
+    let r = with_deadline(Duration::from_secs(5), move || e.stats().last_committed_txid);
+    let held = gs.gate.waiting();
+    gs.gate.release();
+    flush.join().unwrap().unwrap();
+    match r {
+        Some(Ok(t)) => assert_eq!(t, 1),
+        Some(Err(p)) => std::panic::resume_unwind(p),
+        None => panic!("env.stats() blocked while a flush was held in its data sync (held calls: {held})"),
+    }
+    drop(env);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `check()` holds the flusher still while it reads the header slots and the journal (found as a
+/// bug: it used to copy the header and let a flush retire the journal files it was about to read,
+/// then report a healthy database as corrupted). A flush that starts during the check waits for it.
+/// Reproduction of the old bug: Manual flusher, 64 KiB journal files, `journal_files_kept(0)`;
+/// commit, flush, commit 40 more (three journal files); start `check_with` and hold it while it
+/// reads the header slots; `env.flush()`; let the check go on.
+#[test]
+fn check_overlapping_a_flush_sees_a_consistent_journal() {
+    let gs = GatedStorage::new();
+    let dir = tmpdir("flusher-check");
+    let o = opts(&gs, false).journal_file_bytes(64 << 10).journal_files_kept(0);
+    let env = Env::open(&dir, o).unwrap();
+    let _open_gate = ReleaseOnDrop(gs.gate.clone());
+    let mut tx = env.write().unwrap();
+    let a = alloc(&mut tx, 0);
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    for i in 1..=40 {
+        let mut tx = env.write().unwrap();
+        fill(&mut tx, a, i);
+        tx.commit().unwrap();
+    }
+    assert!(env.stats().journal_files >= 3, "{:?}", env.stats());
+    check_pages(&env, [a]);
+
+    gs.gate.arm(Point::HeaderRead);
+    let e = env.clone();
+    let checker = std::thread::spawn(move || e.check_with(move |_| Ok(vec![a])));
+    assert!(gs.gate.wait_blocked(DEADLINE), "check() never read the header");
+    let e = env.clone();
+    let flusher = std::thread::spawn(move || e.flush());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    gs.gate.release();
+    let checked = checker.join().unwrap();
+    flusher.join().unwrap().unwrap();
+    if let Err(e) = checked {
+        panic!("check() overlapping a flush reported a healthy database as corrupted: {e}");
+    }
+    check_pages(&env, [a]);
+    assert_eq!(read_value(&env.read().unwrap(), a), 40);
+    drop(env);
+    let _ = std::fs::remove_dir_all(&dir);
+}
