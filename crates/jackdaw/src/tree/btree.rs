@@ -34,7 +34,8 @@ impl Fences {
     }
     #[inline]
     fn contains(&self, key: &[u8]) -> bool {
-        (self.low_inf || self.low.as_slice() <= key) && (self.high_inf || key < self.high.as_slice())
+        use std::cmp::Ordering::*;
+        (self.low_inf || node::compare(&self.low, key) != Greater) && (self.high_inf || node::compare(key, &self.high) == Less)
     }
 }
 
@@ -45,19 +46,37 @@ struct CacheSlot {
 }
 
 /// Recently found leaves with their key ranges: a lookup inside a cached range skips the descent.
+/// The most recent hit is tried first; after a long run of misses (random access) only that one
+/// is tried, with a full scan every 16th lookup, so the cache costs little where it cannot help.
 pub(crate) struct LeafCache {
     slots: Vec<CacheSlot>,
     cap: usize,
     next: usize,
+    mru: usize,
+    misses: std::cell::Cell<u32>,
 }
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0 }
+        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0) }
     }
     #[inline]
     pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
-        self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)).map(|s| s.pgno)
+        if let Some(s) = self.slots.get(self.mru) {
+            if s.tree == tree && s.fences.contains(key) {
+                self.misses.set(0);
+                return Some(s.pgno);
+            }
+        }
+        let m = self.misses.get();
+        if m < 16 || m % 16 == 0 {
+            if let Some(s) = self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)) {
+                self.misses.set(0);
+                return Some(s.pgno);
+            }
+        }
+        self.misses.set(m.wrapping_add(1));
+        None
     }
     /// Buffers for the next insertion (reused, so a warm cache does not allocate).
     fn take_fences(&mut self) -> Fences {
@@ -72,15 +91,18 @@ impl LeafCache {
     fn insert(&mut self, tree: u64, pgno: u64, fences: Fences) {
         let s = CacheSlot { tree, pgno, fences };
         if self.slots.len() < self.cap {
+            self.mru = self.slots.len();
             self.slots.push(s);
         } else {
             self.slots[self.next] = s;
+            self.mru = self.next;
             self.next = (self.next + 1) % self.cap;
         }
     }
     pub(crate) fn clear_tree(&mut self, tree: u64) {
         self.slots.retain(|s| s.tree != tree);
         self.next = 0;
+        self.mru = 0;
     }
 }
 

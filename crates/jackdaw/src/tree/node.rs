@@ -142,9 +142,11 @@ impl<'a> Node<'a> {
     #[inline]
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
         let (mut lo, mut hi) = (0usize, self.count());
+        let hdr = LEAF_ENTRY_HEADER;
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key(mid)?.cmp(key) {
+            let k = key_at(self.p, mid, hdr).ok_or_else(|| corrupt("key past the page"))?;
+            match compare(k, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(Ok(mid)),
@@ -163,7 +165,8 @@ impl<'a> Node<'a> {
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.key(mid)? <= key {
+            let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
+            if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -171,6 +174,37 @@ impl<'a> Node<'a> {
         }
         Ok(lo - 1)
     }
+}
+
+/// Key `i` of a page whose entries have `hdr`-byte headers; `None` when out of bounds.
+#[inline(always)]
+fn key_at(p: &[u8], i: usize, hdr: usize) -> Option<&[u8]> {
+    let s = SLOTS + 2 * i;
+    let o = u16::from_le_bytes([*p.get(s)?, *p.get(s + 1)?]) as usize;
+    let klen = u16::from_le_bytes([*p.get(o)?, *p.get(o + 1)?]) as usize;
+    p.get(o + hdr..o + hdr + klen)
+}
+
+/// Byte-wise key order, comparing 8 bytes at a time without a library call (keys are short).
+#[inline(always)]
+pub(crate) fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8"));
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().expect("8"));
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Initialise an empty tree page body.
