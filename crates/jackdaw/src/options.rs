@@ -95,8 +95,9 @@ impl Clock for ManualClock {
 /// - `max_pinned_bytes`: 1 GiB of unflushed page versions; past it new write transactions fail with
 ///   `Error::PinnedLimit` (after giving the flusher a chance), so a forgotten reader cannot exhaust
 ///   memory;
-/// - `journal_file_bytes`: 16 MiB per journal file (at least 64 KiB, rounded up to 4 KiB; a larger
-///   record gets a file of its own size);
+/// - `journal_file_bytes`: 16 MiB per journal file at most (at least 64 KiB, rounded up to 4 KiB):
+///   the first new file is 1 MiB and each new one doubles up to it; a larger record gets a file
+///   of its own size;
 /// - `journal_files_kept`: 4 retired journal files kept for recycling;
 /// - `free_space`: [`FreeSpacePolicy::Reuse`];
 /// - `flusher`: [`FlusherMode::Background`];

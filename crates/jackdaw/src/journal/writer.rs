@@ -53,6 +53,9 @@ pub(crate) struct Journal {
     dir: PathBuf,
     db_id: u64,
     file_bytes: u64,
+    /// Size of the next new file: starts small (a short-lived or small database never pays for
+    /// zero-filling a large file) and doubles with each new file up to `file_bytes`.
+    next_file_bytes: u64,
     files_kept: usize,
     counters: Arc<Counters>,
     pub(crate) io: Option<JournalIo>,
@@ -93,6 +96,7 @@ impl Journal {
             dir,
             db_id,
             file_bytes: file_bytes.max(64 << 10).div_ceil(record::BLOCK as u64) * record::BLOCK as u64,
+            next_file_bytes: file_bytes.clamp(64 << 10, 1 << 20).div_ceil(record::BLOCK as u64) * record::BLOCK as u64,
             files_kept,
             counters,
             io: None,
@@ -246,7 +250,7 @@ impl Journal {
 
     /// Move to a new file that can hold a record of `need` bytes.
     fn rotate(&mut self, need: u64) -> Result<()> {
-        let size = self.file_bytes.max(need);
+        let size = self.next_file_bytes.max(need);
         let generation = self.next_generation;
         self.next_generation += 1;
         let target = path(&self.dir, generation);
@@ -255,7 +259,7 @@ impl Journal {
         while let Some((_, p)) = self.recyclable.pop() {
             let f = self.storage.open(&p, OpenMode::ReadWrite).ctx("open retired journal")?;
             let len = f.len().ctx("journal length")?;
-            if len >= size && len % record::BLOCK as u64 == 0 {
+            if len >= need && len % record::BLOCK as u64 == 0 {
                 self.storage.rename(&p, &target).ctx("recycle journal file")?;
                 Counters::add(&self.counters.journal_files_recycled, 1);
                 reused = true;
@@ -278,6 +282,7 @@ impl Journal {
             self.counters.synced(SyncSite::JournalPrealloc);
             self.storage.rename(&tmp, &target).ctx("name journal file")?;
             Counters::add(&self.counters.journal_files_created, 1);
+            self.next_file_bytes = (self.next_file_bytes * 2).min(self.file_bytes);
         }
         self.storage.sync_dir(&self.dir, SyncSite::JournalDir).ctx("sync journal directory")?;
         self.counters.synced(SyncSite::JournalDir);
