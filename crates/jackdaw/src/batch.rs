@@ -299,7 +299,11 @@ fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch
                 (n, k, true)
             }
         };
-        check_key(key, ps)?;
+        if multi {
+            crate::api::write::check_multi_key(key, ps)?;
+        } else {
+            check_key(key, ps)?;
+        }
         let t = tree_for(tx, trees, name)?;
         if t.is_multi() != multi {
             return Err(Error::WrongTreeKind(name.clone()));

@@ -1,7 +1,7 @@
 //! Jackdaw: an embedded, transactional, ordered key-value storage engine.
 //!
 //! Layers, bottom up (dependencies point one way):
-//! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) and
+//! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) ←
 //! `journal` (records, writer, recovery) ← `txn` (page table, allocator, snapshots, the write
 //! transaction, the flusher) ← `tree` (B+tree pages, search, split, merge, cursors, overflow)
 //! ← `api` (tree handles, read/write transactions, iterators) and `env` (open, recovery, close,

@@ -19,6 +19,16 @@ use std::io::Read;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
+/// Keys of multi-value trees must leave room for a nested tree's descriptor beside them (the
+/// same limit as tree names: 1,953 bytes at 4 KiB pages).
+pub(crate) fn check_multi_key(key: &[u8], page_size: usize) -> Result<()> {
+    let max = catalog::max_tree_name(page_size);
+    if key.len() > max {
+        return Err(Error::KeyTooLarge { len: key.len(), max });
+    }
+    Ok(())
+}
+
 struct TreeState {
     name: String,
     desc: TreeDesc,
@@ -292,7 +302,7 @@ impl WriteTxn {
 
     fn check_multi_value(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let ps = self.raw.page_size();
-        check_key(key, ps)?;
+        check_multi_key(key, ps)?;
         let max = crate::tree::node::max_key_size(ps);
         if value.len() > max {
             return Err(Error::ValueTooLarge { len: value.len() as u64, max: max as u64 });
@@ -325,7 +335,7 @@ impl WriteTxn {
     /// Remove every value of `key`; returns how many there were.
     pub fn multi_delete_all(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
         let key = key.as_ref();
-        check_key(key, self.raw.page_size())?;
+        check_multi_key(key, self.raw.page_size())?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
         let n = self.change(|t| multi::delete_all(&mut t.raw, &mut desc, &mut t.cache, key, &mut t.touched))?;
         if n > 0 {

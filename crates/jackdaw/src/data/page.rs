@@ -8,7 +8,10 @@
 //!     24    1 kind      PageKind
 //!     25    7 reserved  zero; owned by the layer that owns the kind
 //! ```
-//! Invariant: a page that is in use in a committed state has a valid checksum and its own number.
+//! Invariant: a page in use in the data file has a valid checksum and its own number. Pages held
+//! in memory (the writer's copies, the page table) and in the journal carry their number and
+//! transaction id but no valid checksum: it is computed when the page goes to the data file
+//! (`seal`, by the flusher, recovery, and the pages-written-once path).
 
 use crate::{Error, Result};
 
@@ -84,7 +87,8 @@ pub(crate) fn init(page: &mut [u8], pgno: u64, kind: PageKind) {
     page[OFF_KIND] = kind as u8;
 }
 
-/// Stamp the page number and transaction id and compute the checksum (at commit).
+/// Stamp the page number and transaction id and compute the checksum (when the page goes to the
+/// data file).
 pub(crate) fn seal(page: &mut [u8], pgno: u64, txid: u64) {
     page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
     page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.to_le_bytes());

@@ -98,7 +98,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                 match n.value(i) {
                     Ok((flags, v, _)) => {
                         on_entry(key, flags, v);
-                        if flags == FLAG_OVERFLOW {
+                        if multi && flags == FLAG_OVERFLOW {
+                            problems.push(format!("tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"));
+                        } else if flags == FLAG_OVERFLOW {
                             match overflow::decode_ref(v) {
                                 Ok((len, first)) => {
                                     let r = overflow::walk(p, first, len, |opg, _| {

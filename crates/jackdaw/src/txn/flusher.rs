@@ -107,8 +107,11 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;
     }
-    core.data.sync(SyncSite::DataFlush)?;
-    core.counters.synced(SyncSite::DataFlush);
+    if !pages.is_empty() {
+        // (Pages written once were synced by their own commit.)
+        core.data.sync(SyncSite::DataFlush)?;
+        core.counters.synced(SyncSite::DataFlush);
+    }
     let next = Header {
         revision: header.revision + 1,
         flushed_txid: target,

@@ -402,7 +402,10 @@ impl Prepared {
             // Nothing written: a `Sync` empty commit still makes earlier records durable.
             if self.durability == Durability::Sync {
                 let mut j = core.journal.lock();
-                core.journal_cv.wait_while(&mut j, |j| j.last_txid() < self.base && !j.failed());
+                core.journal_cv.wait_while(&mut j, |j| j.last_txid() < self.base && !j.failed() && core.poisoned.lock().is_none());
+                if j.last_txid() < self.base {
+                    return Err(Error::Poisoned("an earlier journal write failed".into()));
+                }
                 let r = j.make_durable(self.base);
                 r.inspect_err(|e| core.poison(e))?;
             }
