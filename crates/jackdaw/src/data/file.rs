@@ -176,6 +176,12 @@ impl DataFile {
         self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")
     }
 
+    /// Pace writeback of pages `[first, first + n)` (see `StorageFile::write_back`).
+    pub(crate) fn write_back(&self, first: u64, n: u64) {
+        let ps = self.page_size as u64;
+        let _ = self.file.write_back(first * ps, n * ps);
+    }
+
     pub(crate) fn sync(&self, site: SyncSite) -> Result<()> {
         self.file.sync_data(site).ctx("sync data file")
     }

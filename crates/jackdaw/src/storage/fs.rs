@@ -118,6 +118,11 @@ impl StorageFile for FsFile {
     fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>> {
         Ok(Arc::new(FsMap(sys::FileMap::new(&self.file, len)?)))
     }
+    fn write_back(&self, offset: u64, len: u64) -> io::Result<()> {
+        // Unsupported here (EINVAL/ENOSYS): pacing is only a hint.
+        let _ = sys::sync_file_range_write(&self.file, offset, len);
+        Ok(())
+    }
 }
 
 impl Mapping for FsMap {

@@ -153,6 +153,13 @@ pub trait StorageFile: Send + Sync {
     fn allocate(&self, len: u64) -> io::Result<()>;
     fn sync_data(&self, site: SyncSite) -> io::Result<()>;
     fn sync_all(&self, site: SyncSite) -> io::Result<()>;
+    /// Start writing back `[offset, offset + len)` to the device, first waiting for the writeback
+    /// of earlier ranges to finish (`sync_file_range`). A pacing hint only: it makes nothing
+    /// durable (that takes `sync_data`), but keeps a big flush from flooding the device queue
+    /// ahead of journal writes. The default does nothing.
+    fn write_back(&self, _offset: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
     /// Map the first `len` bytes for reading. Writes made later through `write_*_at` are visible
     /// through the mapping (the page cache is shared).
     fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>>;

@@ -123,3 +123,19 @@ impl SharedChunk {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), UnsafeCell::raw_get(dst.as_ptr()), src.len()) }
     }
 }
+
+/// `sync_file_range(WAIT_BEFORE | WRITE)`: wait for earlier writeback of the range, then start
+/// writing it back, without waiting for that to finish and without flushing the device cache.
+pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let off = libc::off64_t::try_from(offset).map_err(|_| io::Error::other("offset too large"))?;
+    let n = libc::off64_t::try_from(len).map_err(|_| io::Error::other("length too large"))?;
+    // SAFETY: plain system call on an owned fd, no memory passed.
+    let r = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

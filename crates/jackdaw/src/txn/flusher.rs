@@ -104,6 +104,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
             slices.push(IoSlice::new(&b[8..]));
         }
         core.data.write_pages(pages[i], &slices)?;
+        // Start writing this run back now (after the previous one has gone), so that the final
+        // sync is short and journal writes never queue behind the whole flush.
+        core.data.write_back(pages[i], (j - i) as u64);
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;
     }
