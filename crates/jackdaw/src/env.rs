@@ -477,12 +477,7 @@ where
         report.pages_checked += 1;
         match rtx.page(pgno) {
             Ok(p) => {
-                // Images held in memory carry no checksum (it is computed when they are flushed).
-                let r = match &p {
-                    crate::txn::PageRef::Borrowed(_) => page::verify(&p, pgno),
-                    crate::txn::PageRef::Held(_) => page::verify_header(&p, pgno),
-                };
-                if let Err(e) = r {
+                if let Err(e) = page::verify(&p, pgno) {
                     problems.push(e.to_string());
                 } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
                     problems.push("page 3 is not the meta page".into());

@@ -8,10 +8,9 @@
 //!     24    1 kind      PageKind
 //!     25    7 reserved  zero; owned by the layer that owns the kind
 //! ```
-//! Invariant: a page in use in the data file has a valid checksum and its own number. Pages held
-//! in memory (the writer's copies, the page table) and in the journal carry their number and
-//! transaction id but no valid checksum: it is computed when the page goes to the data file
-//! (`seal`, by the flusher, recovery, and the pages-written-once path).
+//! Invariant: a committed page (in the data file, in the page table, or rebuilt from the journal)
+//! has a valid checksum and its own number: commit seals every page it writes, so recovery can
+//! verify each page it rebuilds (damage in a base page outside the replayed ranges is caught).
 
 use crate::{Error, Result};
 
@@ -87,32 +86,12 @@ pub(crate) fn init(page: &mut [u8], pgno: u64, kind: PageKind) {
     page[OFF_KIND] = kind as u8;
 }
 
-/// Stamp the page number and transaction id and compute the checksum (when the page goes to the
-/// data file).
+/// Stamp the page number and transaction id and compute the checksum (at commit).
 pub(crate) fn seal(page: &mut [u8], pgno: u64, txid: u64) {
     page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
     page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.to_le_bytes());
     let c = compute_checksum(page, pgno);
     page[OFF_CHECKSUM..OFF_CHECKSUM + 8].copy_from_slice(&c.to_le_bytes());
-}
-
-/// Stamp the page number and transaction id (at commit). The checksum is computed only when the
-/// page goes to the data file (`seal`, by the flusher or recovery): page images held in memory
-/// and in the journal (which has its own checksum) do not need it.
-pub(crate) fn stamp(page: &mut [u8], pgno: u64, txid: u64) {
-    page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
-    page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.to_le_bytes());
-}
-
-/// Check the header of a page held in memory (number and kind; its checksum is not kept).
-pub(crate) fn verify_header(page: &[u8], pgno: u64) -> Result<()> {
-    if page_no(page) != pgno {
-        return Err(Error::corrupted(Some(pgno), format!("page header says page {}", page_no(page))));
-    }
-    if page_kind(page).is_none() {
-        return Err(Error::corrupted(Some(pgno), format!("unknown page kind {}", page[OFF_KIND])));
-    }
-    Ok(())
 }
 
 /// Check a page read from the data file.

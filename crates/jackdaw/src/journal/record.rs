@@ -390,8 +390,10 @@ pub(crate) fn verify_and_decode(h: &RecordHeader, bytes: &[u8], generation: u64,
         return None;
     }
     if h.flags & FLAG_LZ4 != 0 {
-        // Bound the allocation by what a valid record can hold.
-        if h.raw_len as u64 > (h.page_count as u64 + 1) * (ENTRY_HEADER as u64 + 65536) {
+        // Bound the allocation by what a valid record can hold, and by LZ4's maximum ratio.
+        if h.raw_len as u64 > (h.page_count as u64 + 1) * (ENTRY_HEADER as u64 + 65536)
+            || h.raw_len as u64 > (h.stored_len as u64 + 16) * 255
+        {
             return None;
         }
         lz4_flex::block::decompress(stored, h.raw_len as usize).ok().filter(|v| v.len() == h.raw_len as usize)
@@ -413,7 +415,8 @@ pub(crate) struct Entry<'a> {
 /// Parse every entry of a payload, checking bounds.
 pub(crate) fn entries(payload: &[u8], count: u32, page_size: usize) -> Result<Vec<Entry<'_>>> {
     let bad = |why: &str| Error::corrupted(None, format!("journal record payload: {why}"));
-    let mut out = Vec::with_capacity(count as usize);
+    // The count comes from disk: never reserve more than the payload can hold.
+    let mut out = Vec::with_capacity((count as usize).min(payload.len() / ENTRY_HEADER));
     let mut pos = 0usize;
     for _ in 0..count {
         let h = payload.get(pos..pos + ENTRY_HEADER).ok_or_else(|| bad("entry header past the end"))?;

@@ -14,7 +14,7 @@
 //!    journal files that hold only records `<= T`.
 
 use super::core::Core;
-use crate::data::{page, Header};
+use crate::data::Header;
 use crate::stats::Counters;
 use crate::storage::SyncSite;
 use crate::{Error, Result};
@@ -82,8 +82,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     let pages: Vec<u64> = pages.into_iter().collect();
     let mut kinds = [0u64; 8];
     let mut bytes = 0u64;
-    // Coalesce runs of consecutive pages into one vectored write. Each page's checksum is
-    // computed here (commit only stamps pages): the write is [checksum][page bytes 8..].
+    // Coalesce runs of consecutive pages into one vectored write (pages were sealed at commit).
     let mut i = 0;
     while i < pages.len() {
         let mut bufs = Vec::new();
@@ -96,13 +95,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
             bufs.push(b);
             j += 1;
         }
-        let sums: Vec<[u8; 8]> =
-            bufs.iter().zip(&pages[i..j]).map(|(b, p)| page::compute_checksum(b, *p).to_le_bytes()).collect();
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * bufs.len());
-        for (b, s) in bufs.iter().zip(&sums) {
-            slices.push(IoSlice::new(s));
-            slices.push(IoSlice::new(&b[8..]));
-        }
+        let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
         core.data.write_pages(pages[i], &slices)?;
         // Start writing this run back now (after the previous one has gone), so that the final
         // sync is short and journal writes never queue behind the whole flush.

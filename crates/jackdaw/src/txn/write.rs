@@ -266,7 +266,7 @@ impl PageTxn {
         Ok(once)
     }
 
-    /// The first half of a commit, under the writer lock: stamp the pages, grow the file, write
+    /// The first half of a commit, under the writer lock: seal the pages (number, txid, checksum), grow the file, write
     /// pages once, build and compress the journal payload, and publish the page versions to the
     /// page table, invisible to snapshots until `finish`. Releases the writer lock, so the next
     /// transaction can be built on this one while its record is written (pipelined commit).
@@ -282,7 +282,7 @@ impl PageTxn {
         pgnos.sort_unstable();
         for p in &pgnos {
             let d = self.dirty.get_mut(p).expect("key");
-            page::stamp(&mut d.buf, *p, txid);
+            page::seal(&mut d.buf, *p, txid);
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly
         // (a failed sync poisons).

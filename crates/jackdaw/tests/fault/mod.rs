@@ -1,0 +1,238 @@
+//! Support for the fault tests (`powerloss.rs`, `io_errors.rs`, `corrupt_sweep.rs`, `kills.rs`):
+//!
+//! - a seeded RNG and `JACKDAW_SEED` handling;
+//! - a model of the tree contents (`Model`), its digest, and reading a whole database back;
+//! - `sim`: the power-loss simulator (`SimStorage`);
+//! - `inject`: the I/O-error injector (`FaultStorage`).
+//!
+//! Written against the public API only (`jackdaw::storage` traits, `Env`, transactions).
+#![allow(dead_code)]
+
+pub mod inject;
+pub mod sim;
+
+use jackdaw::{Env, Error, ReadTxn};
+use std::collections::BTreeMap;
+
+// ---------------------------------------------------------------------------------------------
+// Seeds and randomness.
+
+/// xorshift64* seeded through splitmix64 (seeds 0, 1, 2, ... give unrelated streams).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Rng(if z == 0 { 0x2545_F491_4F6C_DD1D } else { z })
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// In `[0, n)`, `n > 0`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// In `[lo, hi]`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for c in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
+    }
+    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
+    }
+}
+
+/// The seed in `JACKDAW_SEED` (decimal or 0x-hex), if set.
+pub fn env_seed() -> Option<u64> {
+    let s = std::env::var("JACKDAW_SEED").ok()?;
+    let s = s.trim();
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse::<u64>(),
+    };
+    Some(v.unwrap_or_else(|_| panic!("JACKDAW_SEED={s:?} is not a u64")))
+}
+
+/// `JACKDAW_SEED` if set, else `default`; printed either way.
+pub fn seed_or(test: &str, default: u64) -> u64 {
+    let seed = env_seed().unwrap_or(default);
+    println!("{test}: seed {seed} (replay with JACKDAW_SEED={seed})");
+    seed
+}
+
+/// The seeds of a multi-seed test: `JACKDAW_SEED` alone if set, else `n` seeds from `base`.
+pub fn seeds(test: &str, base: u64, n: u64) -> Vec<u64> {
+    match env_seed() {
+        Some(s) => {
+            println!("{test}: seed {s} from JACKDAW_SEED");
+            vec![s]
+        }
+        None => {
+            let v: Vec<u64> = (0..n).map(|i| base + i).collect();
+            println!("{test}: seeds {v:?} (replay one with JACKDAW_SEED=<seed>)");
+            v
+        }
+    }
+}
+
+/// Prints its message if dropped while the thread panics.
+pub struct OnPanic(pub String);
+
+impl Drop for OnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("\n*** {} ***\n", self.0);
+        }
+    }
+}
+
+/// Keep large allocations (the in-memory files' 1 MiB chunks) on the heap, so that the many
+/// short-lived images of a sweep reuse memory instead of mapping and faulting in fresh pages
+/// every time (glibc only; elsewhere a no-op).
+pub fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning parameters.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
+/// An environment variable as a number, or `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model of a database's contents.
+
+/// Tree name -> key -> value. A tree that exists but is empty is present with no keys.
+pub type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+/// A digest of a model (or of a database read back): equal digests mean equal contents.
+pub fn digest(m: &Model) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(m.len() as u64).to_le_bytes());
+    for (name, t) in m {
+        h.update(&(name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update(&(t.len() as u64).to_le_bytes());
+        for (k, v) in t {
+            h.update(&(k.len() as u64).to_le_bytes());
+            h.update(k);
+            h.update(&(v.len() as u64).to_le_bytes());
+            h.update(v);
+        }
+    }
+    h.digest128()
+}
+
+/// Read every tree of a snapshot in full.
+pub fn read_all(r: &ReadTxn) -> Result<Model, Error> {
+    let mut m = Model::new();
+    for name in r.list_trees()? {
+        let t = r.open_tree(&name)?.ok_or_else(|| Error::Invalid(format!("listed tree {name} does not open")))?;
+        let mut kv = BTreeMap::new();
+        for item in r.range::<[u8], _>(&t, ..)? {
+            let (k, v) = item?;
+            kv.insert(k.to_vec(), v.to_vec());
+        }
+        m.insert(name, kv);
+    }
+    Ok(m)
+}
+
+/// (txid, contents) of the current state of `env`.
+pub fn read_db(env: &Env) -> Result<(u64, Model), Error> {
+    let r = env.read()?;
+    let m = read_all(&r)?;
+    Ok((r.txid(), m))
+}
+
+/// A value of `len` bytes determined by `(seed, salt)`: noise, or (one time in three) a run of
+/// one repeated byte, so that large payloads sometimes compress.
+pub fn value(seed: u64, salt: u64, len: usize) -> Vec<u8> {
+    let mut r = Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut v = vec![0u8; len];
+    if r.chance(1, 3) {
+        v.fill(r.next_u64() as u8);
+        if len > 0 {
+            let i = r.below(len as u64) as usize;
+            v[i] = v[i].wrapping_add(1);
+        }
+    } else {
+        r.fill(&mut v);
+    }
+    v
+}
+
+/// A length drawn from the classes the tests want: tiny, small, medium (close to the inline
+/// limit), overflow (a few pages), big overflow.
+pub fn value_len(r: &mut Rng) -> usize {
+    match r.below(20) {
+        0..=5 => r.range(0, 16) as usize,
+        6..=11 => r.range(17, 300) as usize,
+        12..=15 => r.range(301, 1900) as usize,
+        16..=18 => r.range(2000, 12_000) as usize,
+        _ => r.range(12_000, 40_000) as usize,
+    }
+}
+
+/// Classify an error for the tallies.
+pub fn err_kind(e: &Error) -> &'static str {
+    match e {
+        Error::Io { .. } => "Io",
+        Error::Corrupted { .. } => "Corrupted",
+        Error::Locked => "Locked",
+        Error::Poisoned(_) => "Poisoned",
+        Error::NotADatabase(_) => "NotADatabase",
+        Error::IncompatibleFormat(_) => "IncompatibleFormat",
+        Error::Closed => "Closed",
+        Error::Invalid(_) => "Invalid",
+        Error::NoSuchTree(_) => "NoSuchTree",
+        Error::KeyTooLarge { .. } => "KeyTooLarge",
+        Error::ValueTooLarge { .. } => "ValueTooLarge",
+        Error::Busy(_) => "Busy",
+        Error::PinnedLimit { .. } => "PinnedLimit",
+        Error::WrongTreeKind(_) => "WrongTreeKind",
+        Error::TreeExists(_) => "TreeExists",
+        _ => "other",
+    }
+}
+
+/// A panic payload as text.
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "<non-string panic>".into()
+    }
+}
+
+/// Print a tally as `name count` lines under a title.
+pub fn print_tally<K: std::fmt::Display>(title: &str, t: &BTreeMap<K, u64>) {
+    println!("{title}:");
+    for (k, v) in t {
+        println!("    {k:<40} {v:>9}");
+    }
+}
