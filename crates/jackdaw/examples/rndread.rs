@@ -2,22 +2,45 @@
 use jackdaw::{Env, Options};
 use std::time::Instant;
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = std::path::PathBuf::from("target/rndread");
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default()).unwrap();
-    let keys: Vec<[u8; 16]> = (0..n).map(|i| { let mut k = [0u8; 16]; k.copy_from_slice(format!("{i:016}").as_bytes()); k }).collect();
+    let keys: Vec<[u8; 16]> = (0..n)
+        .map(|i| {
+            let mut k = [0u8; 16];
+            k.copy_from_slice(format!("{i:016}").as_bytes());
+            k
+        })
+        .collect();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
-    for k in &keys { tx.put(&t, k, [3u8; 100]).unwrap(); }
+    for k in &keys {
+        tx.put(&t, k, [3u8; 100]).unwrap();
+    }
     tx.commit().unwrap();
     let mut order: Vec<usize> = (0..n as usize).collect();
     let mut x = 88172645463325252u64;
-    for i in (1..order.len()).rev() { x ^= x << 13; x ^= x >> 7; x ^= x << 17; order.swap(i, (x % (i as u64 + 1)) as usize); }
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
     let r = env.read().unwrap();
     let mut buf = [0u8; 100];
     let s = Instant::now();
-    for &i in &order { let v = r.get(&t, keys[i]).unwrap().unwrap(); buf.copy_from_slice(&v); }
+    for &i in &order {
+        let v = r.get(&t, keys[i]).unwrap().unwrap();
+        buf.copy_from_slice(&v);
+    }
     let el = s.elapsed();
-    println!("read-rnd {n}: {:.0} ops/s ({:.0} ns/get)", n as f64 / el.as_secs_f64(), el.as_nanos() as f64 / n as f64);
+    println!(
+        "read-rnd {n}: {:.0} ops/s ({:.0} ns/get)",
+        n as f64 / el.as_secs_f64(),
+        el.as_nanos() as f64 / n as f64
+    );
 }

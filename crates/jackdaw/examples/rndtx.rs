@@ -1,9 +1,16 @@
 use jackdaw::{Durability, Env, Options};
 use std::time::Instant;
 fn main() {
-    let txs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let txs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
     let mode = std::env::args().nth(2).unwrap_or("sync".into());
-    let d = match mode.as_str() { "buff" => Durability::Buffered, "none" => Durability::None, _ => Durability::Sync };
+    let d = match mode.as_str() {
+        "buff" => Durability::Buffered,
+        "none" => Durability::None,
+        _ => Durability::Sync,
+    };
     let dir = std::path::PathBuf::from("target/rndtx");
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default().durability(d)).unwrap();
@@ -14,25 +21,38 @@ fn main() {
     let val = vec![7u8; 100];
     let mut lat = Vec::new();
     let t = Instant::now();
-    let mut pages = 0; let mut bytes = 0; let mut putt = std::time::Duration::ZERO; let mut begint = std::time::Duration::ZERO;
+    let mut pages = 0;
+    let mut bytes = 0;
+    let mut putt = std::time::Duration::ZERO;
+    let mut begint = std::time::Duration::ZERO;
     for _ in 0..txs {
         let b0 = Instant::now();
         let mut tx = env.write().unwrap();
         begint += b0.elapsed();
         let p0 = Instant::now();
         for _ in 0..100 {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            tx.put(&tree, format!("{:016}", x % 10_000_000_000_000_000), &val).unwrap();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            tx.put(&tree, format!("{:016}", x % 10_000_000_000_000_000), &val)
+                .unwrap();
         }
         putt += p0.elapsed();
         let c = Instant::now();
         let st = tx.commit().unwrap();
         lat.push(c.elapsed());
-        pages += st.pages; bytes += st.journal_bytes_written;
+        pages += st.pages;
+        bytes += st.journal_bytes_written;
     }
     let el = t.elapsed();
     lat.sort();
     println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
-    println!("flushes before explicit: {}", env.stats().flushes); println!("flush: {:?}", env.flush());
-    println!("begin total {:?}, put phase total {:?} ({:?}/put)", begint, putt, putt / (txs as u32 * 100));
+    println!("flushes before explicit: {}", env.stats().flushes);
+    println!("flush: {:?}", env.flush());
+    println!(
+        "begin total {:?}, put phase total {:?} ({:?}/put)",
+        begint,
+        putt,
+        putt / (txs as u32 * 100)
+    );
 }

@@ -3,7 +3,10 @@
 use jackdaw::{Env, Options};
 use std::time::{Duration, Instant};
 fn main() {
-    let txs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let txs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
     let dir = std::path::PathBuf::from("target/seqtx");
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default()).unwrap();
@@ -31,7 +34,18 @@ fn main() {
         commit += e;
         lat.push(e);
         if i % 20000 == 19999 {
-            println!("{} tx: {:.0} ops/s so far; put {:?} commit {:?}; {:?}", i + 1, (i + 1) as f64 * 100.0 / t.elapsed().as_secs_f64(), put, commit, env.stats().syncs.iter().filter(|(_, n)| *n > 0).collect::<Vec<_>>());
+            println!(
+                "{} tx: {:.0} ops/s so far; put {:?} commit {:?}; {:?}",
+                i + 1,
+                (i + 1) as f64 * 100.0 / t.elapsed().as_secs_f64(),
+                put,
+                commit,
+                env.stats()
+                    .syncs
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .collect::<Vec<_>>()
+            );
         }
     }
     lat.sort();

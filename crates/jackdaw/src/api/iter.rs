@@ -3,8 +3,8 @@
 
 use super::Bytes;
 use crate::tree::cursor::Cursor as TreeCursor;
-use crate::tree::node::{Node, FLAG_OVERFLOW};
 use crate::tree::multi::{decode_list, FLAG_NESTED, FLAG_SUBTREE};
+use crate::tree::node::{Node, FLAG_OVERFLOW};
 use crate::tree::{overflow, PageRead, TreeDesc, TreeKind};
 use crate::txn::{PageRef, PageTxn, Snapshot};
 use crate::Result;
@@ -111,32 +111,80 @@ pub struct Values<S: Source> {
 }
 
 enum ValuesRepr<S: Source> {
-    List { vals: Vec<Bytes>, front: usize, back: usize },
-    Tree { src: S, desc: TreeDesc, it: Box<Iter<S>> },
+    List {
+        vals: Vec<Bytes>,
+        front: usize,
+        back: usize,
+    },
+    Tree {
+        src: S,
+        desc: TreeDesc,
+        it: Box<Iter<S>>,
+    },
 }
 
 impl<S: Source> Values<S> {
     pub(crate) fn empty() -> Values<S> {
-        Values { repr: ValuesRepr::List { vals: Vec::new(), front: 0, back: 0 } }
+        Values {
+            repr: ValuesRepr::List {
+                vals: Vec::new(),
+                front: 0,
+                back: 0,
+            },
+        }
     }
 
-    pub(crate) fn from_stored(src: &S, page: &PageRef<'_>, pgno: u64, flags: u8, v: &[u8], vstart: usize) -> Result<Values<S>> {
+    pub(crate) fn from_stored(
+        src: &S,
+        page: &PageRef<'_>,
+        pgno: u64,
+        flags: u8,
+        v: &[u8],
+        vstart: usize,
+    ) -> Result<Values<S>> {
         match flags {
             FLAG_NESTED => {
                 let list = decode_list(v)?;
                 let vals: Vec<Bytes> = list
                     .iter()
-                    .map(|x| src.bytes(page, pgno, vstart + (x.as_ptr() as usize - v.as_ptr() as usize), x.len()))
+                    .map(|x| {
+                        src.bytes(
+                            page,
+                            pgno,
+                            vstart + (x.as_ptr() as usize - v.as_ptr() as usize),
+                            x.len(),
+                        )
+                    })
                     .collect();
                 let back = vals.len();
-                Ok(Values { repr: ValuesRepr::List { vals, front: 0, back } })
+                Ok(Values {
+                    repr: ValuesRepr::List {
+                        vals,
+                        front: 0,
+                        back,
+                    },
+                })
             }
             FLAG_SUBTREE => {
                 let desc = TreeDesc::decode(v)?;
-                let it = Box::new(Iter::new(src.clone(), desc, Bound::Unbounded, Bound::Unbounded));
-                Ok(Values { repr: ValuesRepr::Tree { src: src.clone(), desc, it } })
+                let it = Box::new(Iter::new(
+                    src.clone(),
+                    desc,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                ));
+                Ok(Values {
+                    repr: ValuesRepr::Tree {
+                        src: src.clone(),
+                        desc,
+                        it,
+                    },
+                })
             }
-            f => Err(crate::Error::corrupted(Some(pgno), format!("multi-value entry with flags {f}"))),
+            f => Err(crate::Error::corrupted(
+                Some(pgno),
+                format!("multi-value entry with flags {f}"),
+            )),
         }
     }
 
@@ -149,7 +197,12 @@ impl<S: Source> Values<S> {
                 *back = vals.len();
             }
             ValuesRepr::Tree { src, desc, it } => {
-                **it = Iter::new(src.clone(), *desc, Bound::Included(value.to_vec()), Bound::Unbounded);
+                **it = Iter::new(
+                    src.clone(),
+                    *desc,
+                    Bound::Included(value.to_vec()),
+                    Bound::Unbounded,
+                );
             }
         }
     }
@@ -192,7 +245,10 @@ impl<S: Source> DoubleEndedIterator for Values<S> {
 fn pair<S: Source>(item: Result<Item<S>>) -> Result<(Bytes, Bytes)> {
     match item? {
         Item::Pair(k, v) => Ok((k, v)),
-        Item::Group(..) => Err(crate::Error::corrupted(None, "multi-value group in a plain tree")),
+        Item::Group(..) => Err(crate::Error::corrupted(
+            None,
+            "multi-value group in a plain tree",
+        )),
     }
 }
 
@@ -253,7 +309,10 @@ impl<S: Source> Iter<S> {
         let p = self.src.pages();
         self.front.seek(p, &self.desc, as_ref(&self.lo))?;
         self.back.seek_back(p, &self.desc, as_ref(&self.hi))?;
-        if !self.front.is_valid() || !self.back.is_valid() || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)? {
+        if !self.front.is_valid()
+            || !self.back.is_valid()
+            || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)?
+        {
             self.done = true;
         }
         Ok(())
@@ -281,7 +340,11 @@ impl<S: Source> Iter<S> {
             return Some(item);
         }
         let p = self.src.pages();
-        let moved = if forward { self.front.next(p) } else { self.back.prev(p) };
+        let moved = if forward {
+            self.front.next(p)
+        } else {
+            self.back.prev(p)
+        };
         if let Err(e) = moved {
             self.done = true;
             return Some(Err(e));
@@ -298,7 +361,11 @@ impl<S: Source> Iter<S> {
             return self.outer(forward).map(pair);
         }
         loop {
-            let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
+            let side = if forward {
+                &mut self.front_inner
+            } else {
+                &mut self.back_inner
+            };
             if let Some((k, vals)) = side {
                 match vals.step(forward) {
                     Some(v) => return Some(v.map(|v| (k.clone(), v))),
@@ -307,14 +374,27 @@ impl<S: Source> Iter<S> {
             }
             match self.outer(forward) {
                 Some(Ok(Item::Group(k, vals))) => {
-                    let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
+                    let side = if forward {
+                        &mut self.front_inner
+                    } else {
+                        &mut self.back_inner
+                    };
                     *side = Some((k, vals));
                 }
-                Some(Ok(Item::Pair(..))) => return Some(Err(crate::Error::corrupted(None, "plain entry in a multi-value tree"))),
+                Some(Ok(Item::Pair(..))) => {
+                    return Some(Err(crate::Error::corrupted(
+                        None,
+                        "plain entry in a multi-value tree",
+                    )))
+                }
                 Some(Err(e)) => return Some(Err(e)),
                 None => {
                     // The other end may hold the last key's remaining values.
-                    let other = if forward { &mut self.back_inner } else { &mut self.front_inner };
+                    let other = if forward {
+                        &mut self.back_inner
+                    } else {
+                        &mut self.front_inner
+                    };
                     let (k, vals) = other.as_mut()?;
                     return match vals.step(forward) {
                         Some(v) => Some(v.map(|v| (k.clone(), v))),
@@ -351,15 +431,21 @@ pub struct Cursor<S: Source> {
 
 impl<S: Source> Cursor<S> {
     pub(crate) fn new(src: S, desc: TreeDesc) -> Cursor<S> {
-        Cursor { src, desc, c: TreeCursor::default() }
+        Cursor {
+            src,
+            desc,
+            c: TreeCursor::default(),
+        }
     }
     /// Move to the first entry with key >= `key`.
     pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.c.seek(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
+        self.c
+            .seek(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
     }
     /// Move to the last entry with key <= `key`.
     pub fn seek_back(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.c.seek_back(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
+        self.c
+            .seek_back(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
     }
     pub fn first(&mut self) -> Result<()> {
         self.c.first(self.src.pages(), &self.desc)
@@ -400,7 +486,9 @@ pub(crate) fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     (lo, Bound::Unbounded)
 }
 
-pub(crate) fn owned_bounds<R: std::ops::RangeBounds<K>, K: AsRef<[u8]> + ?Sized>(r: &R) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+pub(crate) fn owned_bounds<R: std::ops::RangeBounds<K>, K: AsRef<[u8]> + ?Sized>(
+    r: &R,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let f = |b: Bound<&K>| match b {
         Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
         Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),

@@ -59,13 +59,18 @@ pub(crate) struct MapState {
 impl MapState {
     fn new(map: Arc<dyn Mapping>, page_size: usize, prev: Option<&MapState>) -> MapState {
         let pages = map.len() / page_size;
-        let verified: Box<[AtomicU64]> = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let verified: Box<[AtomicU64]> =
+            (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         if let Some(p) = prev {
             for (a, b) in verified.iter().zip(p.verified.iter()) {
                 a.store(b.load(Ordering::Relaxed), Ordering::Relaxed);
             }
         }
-        MapState { map, page_size, verified }
+        MapState {
+            map,
+            page_size,
+            verified,
+        }
     }
 
     /// Pages covered by the mapping.
@@ -92,7 +97,13 @@ impl MapState {
             .and_then(|p| p.checked_mul(self.page_size))
             .ok_or_else(|| Error::corrupted(Some(pgno), "page number out of range"))?;
         self.map.slice(off, self.page_size).ok_or_else(|| {
-            Error::corrupted(Some(pgno), format!("page is past the end of the data file ({} pages)", self.pages()))
+            Error::corrupted(
+                Some(pgno),
+                format!(
+                    "page is past the end of the data file ({} pages)",
+                    self.pages()
+                ),
+            )
         })
     }
 }
@@ -148,7 +159,9 @@ impl DataFile {
         // A full disk fails here, before anything refers to the new pages: nothing to undo.
         self.file.allocate(new_len).ctx("grow data file")?;
         // A failed sync is another matter: the caller poisons the environment (never retry).
-        self.file.sync_all(SyncSite::DataGrow).map_err(|e| Error::Poisoned(format!("sync of data file growth failed: {e}")))?;
+        self.file
+            .sync_all(SyncSite::DataGrow)
+            .map_err(|e| Error::Poisoned(format!("sync of data file growth failed: {e}")))?;
         self.synced_grow.fetch_add(1, Ordering::Relaxed);
         self.remap(new_len)
     }
@@ -164,16 +177,22 @@ impl DataFile {
 
     /// Read a page with `pread` (recovery, where the map may be stale).
     pub(crate) fn read_page(&self, pgno: u64, buf: &mut [u8]) -> Result<()> {
-        self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
+        self.file
+            .read_exact_at(buf, pgno * self.page_size as u64)
+            .ctx("read data page")
     }
 
     pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
         debug_assert_eq!(buf.len(), self.page_size);
-        self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")
+        self.file
+            .write_all_at(buf, pgno * self.page_size as u64)
+            .ctx("write data page")
     }
 
     pub(crate) fn write_pages(&self, first: u64, bufs: &[std::io::IoSlice<'_>]) -> Result<()> {
-        self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")
+        self.file
+            .write_vectored_at(bufs, first * self.page_size as u64)
+            .ctx("write data pages")
     }
 
     /// Pace writeback of pages `[first, first + n)` (see `StorageFile::write_back`).
@@ -190,8 +209,12 @@ impl DataFile {
         let slot = h.revision & 1;
         let mut block = vec![0u8; SLOT_WRITE];
         block[..super::header::HEADER_LEN].copy_from_slice(&h.encode());
-        self.file.write_all_at(&block, slot * self.page_size as u64).ctx("write header slot")?;
-        self.file.sync_data(SyncSite::Header).ctx("sync header slot")
+        self.file
+            .write_all_at(&block, slot * self.page_size as u64)
+            .ctx("write header slot")?;
+        self.file
+            .sync_data(SyncSite::Header)
+            .ctx("sync header slot")
     }
 
     /// Decode both slots (a file too short for a slot yields `Foreign` for it).
@@ -227,7 +250,9 @@ impl DataFile {
         };
         let b = slot(ps)?;
         let b = match b {
-            Ok(h) if h.page_size as u64 != ps => Err(super::header::SlotError::Damaged("slot 1 page size".into())),
+            Ok(h) if h.page_size as u64 != ps => {
+                Err(super::header::SlotError::Damaged("slot 1 page size".into()))
+            }
             other => other,
         };
         Header::choose(a, b)

@@ -10,8 +10,8 @@
 //!  generation, dir synced) ──▶ current ...   or deleted when more than `journal_files_kept`.
 //! ```
 
-pub(crate) mod recovery;
 pub(crate) mod record;
+pub(crate) mod recovery;
 pub(crate) mod writer;
 
 pub(crate) use writer::Journal;

@@ -23,7 +23,11 @@ use std::sync::Arc;
 
 /// Journal files found in the directory, by generation. With `clean`, files whose creation never
 /// finished (`*.jnl.tmp`, which never held a record) are removed.
-pub(crate) fn list(storage: &dyn Storage, dir: &Path, clean: bool) -> Result<BTreeMap<u64, PathBuf>> {
+pub(crate) fn list(
+    storage: &dyn Storage,
+    dir: &Path,
+    clean: bool,
+) -> Result<BTreeMap<u64, PathBuf>> {
     let mut out = BTreeMap::new();
     if !storage.exists(dir) {
         return Ok(out);
@@ -33,7 +37,9 @@ pub(crate) fn list(storage: &dyn Storage, dir: &Path, clean: bool) -> Result<BTr
             out.insert(g, dir.join(name));
         } else if clean && name.ends_with(".jnl.tmp") {
             // A file whose creation did not finish: never held a record.
-            storage.remove(&dir.join(&name)).ctx("remove unfinished journal file")?;
+            storage
+                .remove(&dir.join(&name))
+                .ctx("remove unfinished journal file")?;
         }
     }
     Ok(out)
@@ -58,22 +64,36 @@ impl Files<'_> {
         if let Some(f) = self.open.get(&generation) {
             return Ok(Some(f.clone()));
         }
-        let Some(p) = self.paths.get(&generation) else { return Ok(None) };
-        let f = self.storage.open(p, OpenMode::ReadWrite).ctx("open journal for recovery")?;
+        let Some(p) = self.paths.get(&generation) else {
+            return Ok(None);
+        };
+        let f = self
+            .storage
+            .open(p, OpenMode::ReadWrite)
+            .ctx("open journal for recovery")?;
         let len = f.len().ctx("journal length")?;
         self.open.insert(generation, (f.clone(), len));
         Ok(Some((f, len)))
     }
 
     /// The verified record at `pos`, if there is one.
-    fn record_at(&mut self, pos: JournalPos, db_id: u64) -> Result<Option<(RecordHeader, Vec<u8>)>> {
-        let Some((f, len)) = self.get(pos.generation)? else { return Ok(None) };
+    fn record_at(
+        &mut self,
+        pos: JournalPos,
+        db_id: u64,
+    ) -> Result<Option<(RecordHeader, Vec<u8>)>> {
+        let Some((f, len)) = self.get(pos.generation)? else {
+            return Ok(None);
+        };
         if pos.offset % BLOCK as u64 != 0 || pos.offset + BLOCK as u64 > len {
             return Ok(None);
         }
         let mut first = vec![0u8; BLOCK];
-        f.read_exact_at(&mut first, pos.offset).ctx("read journal")?;
-        let Some(h) = RecordHeader::decode(&first) else { return Ok(None) };
+        f.read_exact_at(&mut first, pos.offset)
+            .ctx("read journal")?;
+        let Some(h) = RecordHeader::decode(&first) else {
+            return Ok(None);
+        };
         if h.generation != pos.generation || h.db_id != db_id {
             return Ok(None);
         }
@@ -84,7 +104,8 @@ impl Files<'_> {
         let mut bytes = first;
         if rl as usize > BLOCK {
             bytes.resize(rl as usize, 0);
-            f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64).ctx("read journal")?;
+            f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64)
+                .ctx("read journal")?;
         }
         Ok(record::verify_and_decode(&h, &bytes, pos.generation, db_id).map(|p| (h, p)))
     }
@@ -97,15 +118,25 @@ pub(crate) fn scan(
     header: &Header,
     mut visit: impl FnMut(&RecordHeader, &[u8]) -> Result<()>,
 ) -> Result<ScanEnd> {
-    let mut files = Files { storage, paths, open: HashMap::new() };
-    let mut pos = JournalPos { generation: header.journal_gen, offset: header.journal_offset };
+    let mut files = Files {
+        storage,
+        paths,
+        open: HashMap::new(),
+    };
+    let mut pos = JournalPos {
+        generation: header.journal_gen,
+        offset: header.journal_offset,
+    };
     let mut expected = header.flushed_txid + 1;
     let mut next_page = header.next_page;
     let mut records = 0u64;
     loop {
         let mut found = files.record_at(pos, header.db_id)?;
         if found.is_none() {
-            let next = JournalPos { generation: pos.generation + 1, offset: 0 };
+            let next = JournalPos {
+                generation: pos.generation + 1,
+                offset: 0,
+            };
             if let Some((h, p)) = files.record_at(next, header.db_id)? {
                 if h.txid == expected {
                     pos = next;
@@ -117,7 +148,10 @@ pub(crate) fn scan(
         if h.txid != expected {
             return Err(Error::corrupted(
                 None,
-                format!("journal record at {pos:?} is transaction {} where {expected} was expected", h.txid),
+                format!(
+                    "journal record at {pos:?} is transaction {} where {expected} was expected",
+                    h.txid
+                ),
             ));
         }
         visit(&h, &payload)?;
@@ -128,10 +162,15 @@ pub(crate) fn scan(
     }
     // Nothing that verifies may follow the end of the log.
     for (&g, _) in paths.range(pos.generation..) {
-        let Some((_, len)) = files.get(g)? else { continue };
+        let Some((_, len)) = files.get(g)? else {
+            continue;
+        };
         let mut off = if g == pos.generation { pos.offset } else { 0 };
         while off + BLOCK as u64 <= len {
-            let p = JournalPos { generation: g, offset: off };
+            let p = JournalPos {
+                generation: g,
+                offset: off,
+            };
             if let Some((h, _)) = files.record_at(p, header.db_id)? {
                 if h.txid >= expected && h.synced_through >= expected {
                     return Err(Error::corrupted(
@@ -147,12 +186,21 @@ pub(crate) fn scan(
             off += BLOCK as u64;
         }
     }
-    Ok(ScanEnd { last_txid: expected - 1, next_page, records })
+    Ok(ScanEnd {
+        last_txid: expected - 1,
+        next_page,
+        records,
+    })
 }
 
 /// Replay every record after the header into the data file (not synced: the caller syncs and
 /// writes the header). Returns where the log ended.
-pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &DataFile) -> Result<(ScanEnd, BTreeMap<u64, PathBuf>)> {
+pub(crate) fn replay(
+    storage: &dyn Storage,
+    dir: &Path,
+    header: &Header,
+    data: &DataFile,
+) -> Result<(ScanEnd, BTreeMap<u64, PathBuf>)> {
     let paths = list(storage, dir, true)?;
     let ps = data.page_size;
     let mut pages: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
@@ -161,7 +209,13 @@ pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &
         data.ensure_pages(h.next_page)?;
         for e in record::entries(payload, h.page_count, ps)? {
             if e.pgno < crate::data::file::FIRST_BITMAP_PAGE || e.pgno >= h.next_page {
-                return Err(Error::corrupted(Some(e.pgno), format!("journal record {} names a page outside [2, {})", h.txid, h.next_page)));
+                return Err(Error::corrupted(
+                    Some(e.pgno),
+                    format!(
+                        "journal record {} names a page outside [2, {})",
+                        h.txid, h.next_page
+                    ),
+                ));
             }
             if e.kind == record::EntryKind::WrittenOnce {
                 let mut c = [0u8; 8];
@@ -191,13 +245,18 @@ pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &
     // commit, so damage in a base page outside the replayed ranges is caught here.
     for (pgno, page) in &pages {
         crate::data::page::verify(page, *pgno).map_err(|err| {
-            Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
+            Error::corrupted(
+                Some(*pgno),
+                format!("page rebuilt from the journal fails its check: {err}"),
+            )
         })?;
     }
     for (pgno, sum) in written_once {
         let mut buf = vec![0u8; ps];
         data.read_page(pgno, &mut buf)?;
-        if crate::data::page::stored_checksum(&buf) != sum || crate::data::page::verify(&buf, pgno).is_err() {
+        if crate::data::page::stored_checksum(&buf) != sum
+            || crate::data::page::verify(&buf, pgno).is_err()
+        {
             return Err(Error::corrupted(Some(pgno), "a page written once before its journal record does not match the record's checksum"));
         }
     }
@@ -206,4 +265,3 @@ pub(crate) fn replay(storage: &dyn Storage, dir: &Path, header: &Header, data: &
     }
     Ok((end, paths))
 }
-

@@ -35,7 +35,8 @@ impl Fences {
     #[inline]
     fn contains(&self, key: &[u8]) -> bool {
         use std::cmp::Ordering::*;
-        (self.low_inf || node::compare(&self.low, key) != Greater) && (self.high_inf || node::compare(key, &self.high) == Less)
+        (self.low_inf || node::compare(&self.low, key) != Greater)
+            && (self.high_inf || node::compare(key, &self.high) == Less)
     }
 }
 
@@ -58,7 +59,13 @@ pub(crate) struct LeafCache {
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0) }
+        LeafCache {
+            slots: Vec::with_capacity(cap),
+            cap,
+            next: 0,
+            mru: 0,
+            misses: std::cell::Cell::new(0),
+        }
     }
     #[inline]
     pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
@@ -70,7 +77,11 @@ impl LeafCache {
         }
         let m = self.misses.get();
         if m < 16 || m % 16 == 0 {
-            if let Some(s) = self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)) {
+            if let Some(s) = self
+                .slots
+                .iter()
+                .find(|s| s.tree == tree && s.fences.contains(key))
+            {
                 self.misses.set(0);
                 return Some(s.pgno);
             }
@@ -107,9 +118,16 @@ impl LeafCache {
 }
 
 fn check_kind(page: &[u8], pgno: u64, level: u32) -> Result<()> {
-    let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
+    let want = if level == 0 {
+        PageKind::Leaf
+    } else {
+        PageKind::Branch
+    };
     if page::page_kind(page) != Some(want) || Node::new(page).level() as u32 != level {
-        return Err(Error::corrupted(Some(pgno), format!("expected a {want:?} page at level {level}")));
+        return Err(Error::corrupted(
+            Some(pgno),
+            format!("expected a {want:?} page at level {level}"),
+        ));
     }
     Ok(())
 }
@@ -124,7 +142,10 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
     touched: &mut u64,
 ) -> Result<u64> {
     let mut pgno = desc.root;
-    let mut level = desc.depth.checked_sub(1).ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
+    let mut level = desc
+        .depth
+        .checked_sub(1)
+        .ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
     loop {
         let page = p.page(pgno)?;
         *touched += 1;
@@ -155,7 +176,13 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
 }
 
 /// Find the leaf for `key`, through the cache when it knows it.
-pub(crate) fn find_leaf<P: PageRead + ?Sized>(p: &P, desc: &TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<u64> {
+pub(crate) fn find_leaf<P: PageRead + ?Sized>(
+    p: &P,
+    desc: &TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<u64> {
     if let Some(pg) = cache.lookup(desc.id, key) {
         return Ok(pg);
     }
@@ -211,7 +238,13 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
         let p = w.page_mut(pg)?;
         node::init(p, 0);
         node::insert_leaf(p, 0, key, flags, val)?;
-        *desc = TreeDesc { root: pg, depth: 1, leaf_pages: desc.leaf_pages + 1, entries: 1, ..*desc };
+        *desc = TreeDesc {
+            root: pg,
+            depth: 1,
+            leaf_pages: desc.leaf_pages + 1,
+            entries: 1,
+            ..*desc
+        };
         return Ok(false);
     }
     let leaf = find_leaf(w, desc, cache, key, touched)?;
@@ -250,7 +283,11 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     Ok(found.is_ok())
 }
 
-fn free_old<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, old: Option<(u64, u64)>) -> Result<()> {
+fn free_old<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    old: Option<(u64, u64)>,
+) -> Result<()> {
     if let Some((len, first)) = old {
         let n = overflow::free(w, first, len)?;
         desc.overflow_pages = desc.overflow_pages.saturating_sub(n);
@@ -262,7 +299,10 @@ fn free_old<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, old: Option<(
 fn split_point(sizes: &[usize], append: bool, cap: usize) -> Result<usize> {
     let n = sizes.len();
     if n < 2 {
-        return Err(Error::corrupted(None, "split of a page with fewer than two entries"));
+        return Err(Error::corrupted(
+            None,
+            "split of a page with fewer than two entries",
+        ));
     }
     let total: usize = sizes.iter().sum();
     if append && total - sizes[n - 1] <= cap {
@@ -290,7 +330,11 @@ fn split_point(sizes: &[usize], append: bool, cap: usize) -> Result<usize> {
 
 fn entry_key(e: &[u8], leaf: bool) -> &[u8] {
     let klen = u16::from_le_bytes([e[0], e[1]]) as usize;
-    let at = if leaf { node::LEAF_ENTRY_HEADER } else { node::BRANCH_ENTRY_HEADER };
+    let at = if leaf {
+        node::LEAF_ENTRY_HEADER
+    } else {
+        node::BRANCH_ENTRY_HEADER
+    };
     &e[at..at + klen]
 }
 
@@ -328,7 +372,14 @@ fn rightmost_path<W: PageRead + ?Sized>(w: &W, path: &Path) -> Result<bool> {
 
 /// Split page `pgno` (leaf or branch) with raw entry `new` inserted at `idx`. Returns (left,
 /// separator, right).
-fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, idx: usize, new: Vec<u8>, rightmost: bool) -> Result<(u64, Vec<u8>, u64)> {
+fn split_page<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    pgno: u64,
+    idx: usize,
+    new: Vec<u8>,
+    rightmost: bool,
+) -> Result<(u64, Vec<u8>, u64)> {
     let ps = w.page_size();
     // Sequential append (the common case of a bulk load): the full page stays as it is and the
     // new entry starts the next page alone; nothing is copied.
@@ -349,7 +400,11 @@ fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, 
                 node::write_branch_entry(&mut e, b"", child);
                 e
             };
-            let right = w.alloc(if leaf { PageKind::Leaf } else { PageKind::Branch })?;
+            let right = w.alloc(if leaf {
+                PageKind::Leaf
+            } else {
+                PageKind::Branch
+            })?;
             let rp = w.page_mut(right)?;
             node::init(rp, level);
             node::fill(rp, &[&entry])?;
@@ -364,7 +419,9 @@ fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, 
     let (mut entries, level) = {
         let page = w.page(pgno)?;
         let n = Node::new(&page);
-        let es = (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?;
+        let es = (0..n.count())
+            .map(|i| n.entry(i).map(<[u8]>::to_vec))
+            .collect::<Result<Vec<_>>>()?;
         (es, n.level())
     };
     let leaf = level == 0;
@@ -380,17 +437,27 @@ fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, 
         node::write_branch_entry(&mut e, b"", child);
         entries[m] = e;
     }
-    let (kind, _) = if leaf { (PageKind::Leaf, ()) } else { (PageKind::Branch, ()) };
+    let (kind, _) = if leaf {
+        (PageKind::Leaf, ())
+    } else {
+        (PageKind::Branch, ())
+    };
     let right = w.alloc(kind)?;
     {
         let rp = w.page_mut(right)?;
         node::init(rp, level);
-        node::fill(rp, &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        node::fill(
+            rp,
+            &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        )?;
     }
     {
         let lp = w.page_mut(pgno)?;
         node::init(lp, level);
-        node::fill(lp, &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        node::fill(
+            lp,
+            &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        )?;
     }
     if leaf {
         desc.leaf_pages += 1;
@@ -400,7 +467,14 @@ fn split_page<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, pgno: u64, 
     Ok((pgno, sep, right))
 }
 
-fn insert_into_parent<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, mut path: Path, mut left: u64, mut sep: Vec<u8>, mut right: u64) -> Result<()> {
+fn insert_into_parent<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    mut path: Path,
+    mut left: u64,
+    mut sep: Vec<u8>,
+    mut right: u64,
+) -> Result<()> {
     loop {
         let Some((ppg, ci)) = path.pop() else {
             let root = w.alloc(PageKind::Branch)?;
@@ -427,7 +501,13 @@ fn insert_into_parent<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, mut
 }
 
 /// Delete `key`; true if it was present. Frees its overflow pages and rebalances.
-pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<bool> {
+pub(crate) fn delete<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<bool> {
     if desc.root == 0 {
         return Ok(false);
     }
@@ -439,7 +519,11 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cach
     };
     let p = w.page_mut(leaf)?;
     let (flags, v, _) = Node::new(p).value(idx)?;
-    let old = if flags == FLAG_OVERFLOW { Some(overflow::decode_ref(v)?) } else { None };
+    let old = if flags == FLAG_OVERFLOW {
+        Some(overflow::decode_ref(v)?)
+    } else {
+        None
+    };
     node::remove(p, idx)?;
     desc.entries = desc.entries.saturating_sub(1);
     free_old(w, desc, old)?;
@@ -447,13 +531,23 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cach
     Ok(true)
 }
 
-fn rebalance<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, mut path: Path, mut pg: u64) -> Result<()> {
+fn rebalance<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    mut path: Path,
+    mut pg: u64,
+) -> Result<()> {
     let cap = w.page_size() - node::SLOTS;
     loop {
         let (used, count, leaf, first_child) = {
             let page = w.page(pg)?;
             let n = Node::new(&page);
-            let fc = if !n.is_leaf() && n.count() > 0 { n.child(0)? } else { 0 };
+            let fc = if !n.is_leaf() && n.count() > 0 {
+                n.child(0)?
+            } else {
+                0
+            };
             (n.used(), n.count(), n.is_leaf(), fc)
         };
         if path.is_empty() {
@@ -511,7 +605,9 @@ fn rebalance<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut 
         let mut right_entries = {
             let page = w.page(rpg)?;
             let n = Node::new(&page);
-            (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
+            (0..n.count())
+                .map(|i| n.entry(i).map(<[u8]>::to_vec))
+                .collect::<Result<Vec<_>>>()?
         };
         if !leaf {
             // The right page's implicit first key becomes the separator from the parent.
@@ -560,7 +656,10 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
     while let Some((pg, level)) = stack.pop() {
         pages.push(pg);
         if pages.len() as u64 > desc.branch_pages + desc.leaf_pages + 1 {
-            return Err(Error::corrupted(Some(pg), "tree has more pages than its descriptor counts"));
+            return Err(Error::corrupted(
+                Some(pg),
+                "tree has more pages than its descriptor counts",
+            ));
         }
         let page = w.page(pg)?;
         check_kind(&page, pg, level)?;

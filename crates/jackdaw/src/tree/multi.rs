@@ -22,13 +22,19 @@ pub(crate) const FLAG_SUBTREE: u8 = 3;
 
 /// Largest nested list (bytes) before the values move to a nested tree.
 pub(crate) fn nested_limit(page_size: usize, key_len: usize) -> usize {
-    (node::max_entry(page_size) / 2).min(node::max_entry(page_size) - node::LEAF_ENTRY_HEADER - key_len)
+    (node::max_entry(page_size) / 2)
+        .min(node::max_entry(page_size) - node::LEAF_ENTRY_HEADER - key_len)
 }
 
 /// Decode a nested list, checking order and bounds.
 pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
     let bad = |why: &str| Error::corrupted(None, format!("nested value list: {why}"));
-    let n = u32::from_le_bytes(v.get(..4).ok_or_else(|| bad("short"))?.try_into().expect("4")) as usize;
+    let n = u32::from_le_bytes(
+        v.get(..4)
+            .ok_or_else(|| bad("short"))?
+            .try_into()
+            .expect("4"),
+    ) as usize;
     let mut out = Vec::with_capacity(n.min(v.len() / 2));
     let mut pos = 4;
     for _ in 0..n {
@@ -49,7 +55,12 @@ pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
 }
 
 pub(crate) fn list_count(v: &[u8]) -> Result<u64> {
-    Ok(u32::from_le_bytes(v.get(..4).ok_or_else(|| Error::corrupted(None, "nested value list: short"))?.try_into().expect("4")) as u64)
+    Ok(u32::from_le_bytes(
+        v.get(..4)
+            .ok_or_else(|| Error::corrupted(None, "nested value list: short"))?
+            .try_into()
+            .expect("4"),
+    ) as u64)
 }
 
 pub(crate) fn encode_list<T: AsRef<[u8]>>(vals: &[T]) -> Vec<u8> {
@@ -73,24 +84,48 @@ enum Group {
     Tree(TreeDesc),
 }
 
-fn load<P: PageRead + ?Sized>(p: &P, desc: &TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<Group> {
-    let Some(f) = btree::get(p, desc, cache, key, touched)? else { return Ok(Group::None) };
+fn load<P: PageRead + ?Sized>(
+    p: &P,
+    desc: &TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<Group> {
+    let Some(f) = btree::get(p, desc, cache, key, touched)? else {
+        return Ok(Group::None);
+    };
     let (flags, v, _) = f.value()?;
     match flags {
-        FLAG_NESTED => Ok(Group::List(decode_list(v)?.into_iter().map(<[u8]>::to_vec).collect())),
+        FLAG_NESTED => Ok(Group::List(
+            decode_list(v)?.into_iter().map(<[u8]>::to_vec).collect(),
+        )),
         FLAG_SUBTREE => Ok(Group::Tree(TreeDesc::decode(v)?)),
-        f => Err(Error::corrupted(None, format!("multi-value entry with flags {f}"))),
+        f => Err(Error::corrupted(
+            None,
+            format!("multi-value entry with flags {f}"),
+        )),
     }
 }
 
 /// Count of `key`'s values, reading one leaf when the cache knows it.
-pub(crate) fn count<P: PageRead + ?Sized>(p: &P, desc: &TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<u64> {
-    let Some(f) = btree::get(p, desc, cache, key, touched)? else { return Ok(0) };
+pub(crate) fn count<P: PageRead + ?Sized>(
+    p: &P,
+    desc: &TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<u64> {
+    let Some(f) = btree::get(p, desc, cache, key, touched)? else {
+        return Ok(0);
+    };
     let (flags, v, _) = f.value()?;
     match flags {
         FLAG_NESTED => list_count(v),
         FLAG_SUBTREE => Ok(TreeDesc::decode(v)?.entries),
-        f => Err(Error::corrupted(None, format!("multi-value entry with flags {f}"))),
+        f => Err(Error::corrupted(
+            None,
+            format!("multi-value entry with flags {f}"),
+        )),
     }
 }
 
@@ -105,13 +140,28 @@ fn account(outer: &mut TreeDesc, before: (u64, u64, u64), after: (u64, u64, u64)
     outer.overflow_pages = (outer.overflow_pages + after.2).saturating_sub(before.2);
 }
 
-fn store<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], g: &Group, touched: &mut u64) -> Result<()> {
+fn store<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    g: &Group,
+    touched: &mut u64,
+) -> Result<()> {
     match g {
         Group::None => {
             btree::delete(w, desc, cache, key, touched)?;
         }
         Group::List(vals) => {
-            btree::put(w, desc, cache, key, FLAG_NESTED, &encode_list(vals), touched)?;
+            btree::put(
+                w,
+                desc,
+                cache,
+                key,
+                FLAG_NESTED,
+                &encode_list(vals),
+                touched,
+            )?;
         }
         Group::Tree(d) => {
             btree::put(w, desc, cache, key, FLAG_SUBTREE, &d.encode(), touched)?;
@@ -136,7 +186,14 @@ fn keep_entries<W: PageWrite + ?Sized>(
 }
 
 /// Add `val` under `key`; false if it was there already.
-pub(crate) fn put<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], val: &[u8], touched: &mut u64) -> Result<bool> {
+pub(crate) fn put<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    val: &[u8],
+    touched: &mut u64,
+) -> Result<bool> {
     let ps = w.page_size();
     let limit = nested_limit(ps, key.len());
     let g = match load(w, desc, cache, key, touched)? {
@@ -174,7 +231,11 @@ pub(crate) fn put<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: 
     Ok(true)
 }
 
-fn to_tree<W: PageWrite + ?Sized>(w: &mut W, outer: &mut TreeDesc, vals: Vec<Vec<u8>>) -> Result<Group> {
+fn to_tree<W: PageWrite + ?Sized>(
+    w: &mut W,
+    outer: &mut TreeDesc,
+    vals: Vec<Vec<u8>>,
+) -> Result<Group> {
     let mut d = TreeDesc::default();
     let mut c = LeafCache::new(1);
     let mut t = 0;
@@ -198,7 +259,14 @@ fn tree_values<P: PageRead + ?Sized>(p: &P, d: &TreeDesc) -> Result<Vec<Vec<u8>>
 }
 
 /// Remove `val` from `key`; false if it was not there.
-pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], val: &[u8], touched: &mut u64) -> Result<bool> {
+pub(crate) fn delete<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    val: &[u8],
+    touched: &mut u64,
+) -> Result<bool> {
     let ps = w.page_size();
     let g = match load(w, desc, cache, key, touched)? {
         Group::None => return Ok(false),
@@ -225,7 +293,10 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cach
             } else if d.depth == 1 && {
                 let page = w.page(d.root)?;
                 let n = Node::new(&page);
-                let size: usize = 4 + (0..n.count()).map(|i| n.key(i).map(|k| 2 + k.len())).sum::<Result<usize>>()?;
+                let size: usize = 4
+                    + (0..n.count())
+                        .map(|i| n.key(i).map(|k| 2 + k.len()))
+                        .sum::<Result<usize>>()?;
                 size <= nested_limit(ps, key.len()) / 2
             } {
                 // Small again: back to a nested list.
@@ -245,7 +316,13 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cach
 }
 
 /// Remove every value of `key`; returns how many.
-pub(crate) fn delete_all<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, cache: &mut LeafCache, key: &[u8], touched: &mut u64) -> Result<u64> {
+pub(crate) fn delete_all<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<u64> {
     let n = match load(w, desc, cache, key, touched)? {
         Group::None => return Ok(0),
         Group::List(vals) => vals.len() as u64,

@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A fresh directory on the project's own disk (target/tmp), never a tmpfs.
 pub fn tmpdir(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     d
 }
@@ -34,7 +37,10 @@ pub fn alloc(tx: &mut WriteTxn, value: u64) -> u64 {
 
 pub fn value_of(page: &[u8]) -> u64 {
     let v = u64::from_le_bytes(page[PAGE_HEADER..PAGE_HEADER + 8].try_into().unwrap());
-    assert!(page[PAGE_HEADER..].chunks(8).all(|c| c == v.to_le_bytes()), "torn page");
+    assert!(
+        page[PAGE_HEADER..].chunks(8).all(|c| c == v.to_le_bytes()),
+        "torn page"
+    );
     v
 }
 
