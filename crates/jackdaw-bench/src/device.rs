@@ -25,10 +25,7 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
             let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -42,8 +39,7 @@ fn unescape(s: &str) -> String {
 
 /// The mount (longest matching mount point in /proc/mounts) holding `dir`.
 pub fn mount_of(dir: &Path) -> Result<MountInfo> {
-    let dir =
-        std::fs::canonicalize(dir).with_context(|| format!("canonicalize {}", dir.display()))?;
+    let dir = std::fs::canonicalize(dir).with_context(|| format!("canonicalize {}", dir.display()))?;
     let mounts = std::fs::read_to_string("/proc/mounts").context("read /proc/mounts")?;
     let mut best: Option<MountInfo> = None;
     for line in mounts.lines() {
@@ -52,16 +48,8 @@ pub fn mount_of(dir: &Path) -> Result<MountInfo> {
             continue;
         }
         let mp = unescape(f[1]);
-        if dir.starts_with(&mp)
-            && best
-                .as_ref()
-                .is_none_or(|b| mp.len() >= b.mount_point.len())
-        {
-            best = Some(MountInfo {
-                mount_point: mp,
-                fs_type: f[2].to_string(),
-                source: unescape(f[0]),
-            });
+        if dir.starts_with(&mp) && best.as_ref().is_none_or(|b| mp.len() >= b.mount_point.len()) {
+            best = Some(MountInfo { mount_point: mp, fs_type: f[2].to_string(), source: unescape(f[0]) });
         }
     }
     best.with_context(|| format!("no mount holds {}", dir.display()))
@@ -94,12 +82,7 @@ pub fn block_dev_of(dir: &Path) -> Option<BlockDev> {
         return None;
     }
     let name = real.file_name()?.to_string_lossy().into_owned();
-    Some(BlockDev {
-        name,
-        major,
-        minor,
-        stat,
-    })
+    Some(BlockDev { name, major, minor, stat })
 }
 
 /// A reading of the device's counters.
@@ -114,28 +97,18 @@ pub struct DevCounters {
 impl BlockDev {
     pub fn read(&self) -> Option<DevCounters> {
         let s = std::fs::read_to_string(&self.stat).ok()?;
-        let f: Vec<u64> = s
-            .split_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
+        let f: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
         if f.len() < 11 {
             return None;
         }
-        Some(DevCounters {
-            sectors_written: f[6],
-            write_ios: f[4],
-            flushes: f.get(15).copied(),
-        })
+        Some(DevCounters { sectors_written: f[6], write_ios: f[4], flushes: f.get(15).copied() })
     }
 }
 
 /// `/proc/self/io` `write_bytes` (the secondary, folio-inflated figure).
 pub fn proc_write_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/io").ok()?;
-    s.lines().find_map(|l| {
-        l.strip_prefix("write_bytes:")
-            .and_then(|v| v.trim().parse().ok())
-    })
+    s.lines().find_map(|l| l.strip_prefix("write_bytes:").and_then(|v| v.trim().parse().ok()))
 }
 
 /// `sync(2)`: every dirty page of every file system to the device.
@@ -218,11 +191,7 @@ pub fn drop_cache_fadvise(dir: &Path) -> Result<()> {
             libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
         };
         if rc != 0 {
-            anyhow::bail!(
-                "posix_fadvise({}) failed: {}",
-                p.display(),
-                std::io::Error::from_raw_os_error(rc)
-            );
+            anyhow::bail!("posix_fadvise({}) failed: {}", p.display(), std::io::Error::from_raw_os_error(rc));
         }
     }
     Ok(())

@@ -69,14 +69,7 @@ fn fdatasync(f: &std::fs::File) -> Result<()> {
     Ok(())
 }
 
-fn row(
-    name: &str,
-    ops: u64,
-    elapsed: Duration,
-    lat: &mut [Duration],
-    w: crate::measure::Measured,
-    notes: &str,
-) -> Row {
+fn row(name: &str, ops: u64, elapsed: Duration, lat: &mut [Duration], w: crate::measure::Measured, notes: &str) -> Row {
     let secs = elapsed.as_secs_f64();
     Row {
         workload: "disk".into(),
@@ -151,14 +144,7 @@ pub fn measure(
             lat.push(t.elapsed());
         }
         let el = t0.elapsed();
-        rows.push(row(
-            "4k-O_DIRECT|O_DSYNC",
-            iters,
-            el,
-            &mut lat,
-            w.end(),
-            "pwrite of an aligned 4 KiB buffer",
-        ));
+        rows.push(row("4k-O_DIRECT|O_DSYNC", iters, el, &mut lat, w.end(), "pwrite of an aligned 4 KiB buffer"));
     }
 
     // 400 KiB vectored write (100 × 4 KiB iovecs) + fdatasync.
@@ -177,16 +163,12 @@ pub fn measure(
             rng.fill(&mut bufs[0][..64]);
             let iov: Vec<libc::iovec> = bufs
                 .iter()
-                .map(|b| libc::iovec {
-                    iov_base: b.as_ptr() as *mut libc::c_void,
-                    iov_len: b.len(),
-                })
+                .map(|b| libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() })
                 .collect();
             let off = ((i % slots) * 400 * 1024) as libc::off_t;
             let t = Instant::now();
             // SAFETY: iov points to 100 live buffers of their stated lengths.
-            let wrote =
-                unsafe { libc::pwritev(f.as_raw_fd(), iov.as_ptr(), iov.len() as i32, off) };
+            let wrote = unsafe { libc::pwritev(f.as_raw_fd(), iov.as_ptr(), iov.len() as i32, off) };
             if wrote != 400 * 1024 {
                 return Err(std::io::Error::last_os_error()).context("pwritev (short or failed)");
             }
@@ -194,14 +176,7 @@ pub fn measure(
             lat.push(t.elapsed());
         }
         let el = t0.elapsed();
-        let mut r = row(
-            "400k-pwritev+fdatasync",
-            n,
-            el,
-            &mut lat,
-            w.end(),
-            "100 × 4 KiB iovecs",
-        );
+        let mut r = row("400k-pwritev+fdatasync", n, el, &mut lat, w.end(), "100 × 4 KiB iovecs");
         r.mb_per_sec = Some(n as f64 * 400.0 * 1024.0 / el.as_secs_f64() / 1e6);
         rows.push(r);
     }
@@ -210,11 +185,7 @@ pub fn measure(
     // Sequential bandwidth: 1 MiB writes to a new file, then one fdatasync, timed together.
     {
         let p = dir.join("disk-seq");
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)?;
+        let f = OpenOptions::new().write(true).create(true).truncate(true).open(&p)?;
         let mut chunk = vec![0u8; 1 << 20];
         rng.fill(&mut chunk);
         let n = (seq_bytes >> 20).max(1);
@@ -227,14 +198,7 @@ pub fn measure(
         fdatasync(&f)?;
         let el = t0.elapsed();
         let m = w.end();
-        let mut r = row(
-            "seq-write",
-            n,
-            el,
-            &mut [],
-            m,
-            "1 MiB pwrites to a new file, one fdatasync; ops = MiB",
-        );
+        let mut r = row("seq-write", n, el, &mut [], m, "1 MiB pwrites to a new file, one fdatasync; ops = MiB");
         r.mb_per_sec = Some((n << 20) as f64 / el.as_secs_f64() / 1e6);
         rows.push(r);
         drop(f);

@@ -52,14 +52,8 @@ pub enum Kind {
 
 impl Kind {
     /// Every engine the harness knows, in report order.
-    pub const ALL: [Kind; 6] = [
-        Kind::Jackdaw,
-        Kind::JackdawAppend,
-        Kind::Lmdb,
-        Kind::Redb,
-        Kind::Sqlite,
-        Kind::Rocksdb,
-    ];
+    pub const ALL: [Kind; 6] =
+        [Kind::Jackdaw, Kind::JackdawAppend, Kind::Lmdb, Kind::Redb, Kind::Sqlite, Kind::Rocksdb];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -97,17 +91,11 @@ impl Kind {
     pub fn open(self, dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {
         std::fs::create_dir_all(dir)?;
         match self {
-            Kind::Jackdaw => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(
-                dir, mode, false,
-            )?)),
-            Kind::JackdawAppend => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(
-                dir, mode, true,
-            )?)),
+            Kind::Jackdaw => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(dir, mode, false)?)),
+            Kind::JackdawAppend => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(dir, mode, true)?)),
             Kind::Lmdb => Ok(Box::new(crate::engines::lmdb::LmdbEngine::open(dir, mode)?)),
             Kind::Redb => Ok(Box::new(crate::engines::redb::RedbEngine::open(dir, mode)?)),
-            Kind::Sqlite => Ok(Box::new(crate::engines::sqlite::SqliteEngine::open(
-                dir, mode,
-            )?)),
+            Kind::Sqlite => Ok(Box::new(crate::engines::sqlite::SqliteEngine::open(dir, mode)?)),
             Kind::Rocksdb => crate::engines::open_rocksdb(dir, mode),
         }
     }

@@ -57,10 +57,8 @@ pub fn default_engines() -> Vec<Kind> {
 
 /// A default seed: different on every run, short enough to type back.
 pub fn fresh_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mut r = gen::Rng::new(t ^ ((std::process::id() as u64) << 32));
     r.next_u64() % 1_000_000_000
 }
@@ -68,10 +66,7 @@ pub fn fresh_seed() -> u64 {
 /// The default database directory: `target/jackdaw-bench` of the workspace the binary was built in.
 pub fn default_dir() -> PathBuf {
     if let Ok(exe) = std::env::current_exe() {
-        if let Some(t) = exe
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == "target"))
-        {
+        if let Some(t) = exe.ancestors().find(|a| a.file_name().is_some_and(|n| n == "target")) {
             return t.join("jackdaw-bench");
         }
     }
@@ -103,16 +98,8 @@ pub fn run(cfg: &Config) -> Result<Report> {
         fs_type: mount.fs_type.clone(),
         mount_point: mount.mount_point.clone(),
         device: Some(match &dev {
-            Some(d) => format!(
-                "{} ({}:{}, counters from {})",
-                d.name,
-                d.major,
-                d.minor,
-                d.stat.display()
-            ),
-            None => {
-                "n/a (no block device behind the directory: device counters unavailable)".into()
-            }
+            Some(d) => format!("{} ({}:{}, counters from {})", d.name, d.major, d.minor, d.stat.display()),
+            None => "n/a (no block device behind the directory: device counters unavailable)".into(),
         }),
         ..Report::default()
     };
@@ -130,29 +117,16 @@ pub fn run(cfg: &Config) -> Result<Report> {
             engines.push(*k);
             rep.engines.push(k.name().into());
             let m = |md| k.mode_mapping(md).to_string();
-            rep.mode_mapping.push((
-                k.name().into(),
-                [
-                    m(engine::Mode::None),
-                    m(engine::Mode::Buff),
-                    m(engine::Mode::Sync),
-                ],
-            ));
+            rep.mode_mapping
+                .push((k.name().into(), [m(engine::Mode::None), m(engine::Mode::Buff), m(engine::Mode::Sync)]));
         }
     }
     if engines.contains(&Kind::Jackdaw) && cfg.workloads.contains(&Workload::FreeSpaceControl) {
         let k = Kind::JackdawAppend;
         let m = |md| k.mode_mapping(md).to_string();
         rep.mode_mapping.push((
-            format!(
-                "{} (free-space-control only, FreeSpacePolicy::AppendOnly)",
-                k.name()
-            ),
-            [
-                m(engine::Mode::None),
-                m(engine::Mode::Buff),
-                m(engine::Mode::Sync),
-            ],
+            format!("{} (free-space-control only, FreeSpacePolicy::AppendOnly)", k.name()),
+            [m(engine::Mode::None), m(engine::Mode::Buff), m(engine::Mode::Sync)],
         ));
     }
     if cfg.print {
@@ -259,9 +233,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
         // Ratios and the tables of this workload's rows.
         let names = report::workloads_in_order(&rep.rows[first_new..]);
         for n in &names {
-            report::set_ratios(&mut rep.rows, n, |e| {
-                Kind::from_name(e).is_some_and(|k| !k.is_jackdaw())
-            });
+            report::set_ratios(&mut rep.rows, n, |e| Kind::from_name(e).is_some_and(|k| !k.is_jackdaw()));
             if cfg.print {
                 let rows: Vec<&Row> = rep.rows.iter().filter(|r| &r.workload == n).collect();
                 println!("### {n}\n\n{}", report::table(&rows));
@@ -290,10 +262,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
     let f = report::failures(&rep);
     if cfg.print {
         if f.is_empty() {
-            println!(
-                "all engines ran every selected workload (seed {}, {:.0} s)",
-                rep.seed, rep.total_secs
-            );
+            println!("all engines ran every selected workload (seed {}, {:.0} s)", rep.seed, rep.total_secs);
         } else {
             println!("Failed or skipped (seed {}):\n{f}", rep.seed);
         }

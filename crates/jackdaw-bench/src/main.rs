@@ -110,9 +110,7 @@ fn main() -> Result<()> {
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);
 
     if let Some(n) = a.child_commits {
-        let dir = a
-            .dir
-            .ok_or_else(|| anyhow::anyhow!("--child-commits needs --dir"))?;
+        let dir = a.dir.ok_or_else(|| anyhow::anyhow!("--child-commits needs --dir"))?;
         return workloads::child_commits(engines[0], &dir, n, seed);
     }
 
@@ -126,10 +124,7 @@ fn main() -> Result<()> {
     let strace_exe = if a.no_strace {
         None
     } else {
-        let found = std::process::Command::new("strace")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let found = std::process::Command::new("strace").arg("-V").output().is_ok_and(|o| o.status.success());
         if found {
             std::env::current_exe().ok()
         } else {
@@ -151,11 +146,7 @@ fn main() -> Result<()> {
             VerifyArg::Full => Verify::Full,
         },
         progress: !a.no_progress && std::io::stderr().is_terminal(),
-        cold: if a.fadvise {
-            ColdMethod::Fadvise
-        } else {
-            ColdMethod::Auto
-        },
+        cold: if a.fadvise { ColdMethod::Fadvise } else { ColdMethod::Auto },
         strace_exe,
         keep: a.keep,
         print: true,

@@ -28,11 +28,7 @@ impl Window {
         sync_all();
         let dev = dev.cloned();
         let start = dev.as_ref().and_then(|d| d.read());
-        Window {
-            dev,
-            start,
-            start_io: proc_write_bytes(),
-        }
+        Window { dev, start, start_io: proc_write_bytes() }
     }
 
     pub fn end(self) -> Measured {
@@ -62,10 +58,7 @@ pub struct Stopwatch {
 
 impl Stopwatch {
     pub fn start() -> Stopwatch {
-        Stopwatch {
-            acc: Duration::ZERO,
-            since: Some(Instant::now()),
-        }
+        Stopwatch { acc: Duration::ZERO, since: Some(Instant::now()) }
     }
     pub fn pause(&mut self) {
         if let Some(s) = self.since.take() {
@@ -88,18 +81,12 @@ pub struct Progress(ProgressBar);
 
 impl Progress {
     pub fn new(show: bool, len: u64, label: String) -> Progress {
-        let target = if show {
-            ProgressDrawTarget::stderr_with_hz(4)
-        } else {
-            ProgressDrawTarget::hidden()
-        };
+        let target = if show { ProgressDrawTarget::stderr_with_hz(4) } else { ProgressDrawTarget::hidden() };
         let pb = ProgressBar::with_draw_target(Some(len), target);
         pb.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>34} [{bar:30}] {percent:>3}% {per_sec:>12} eta {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+            ProgressStyle::with_template("{prefix:>34} [{bar:30}] {percent:>3}% {per_sec:>12} eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
         );
         pb.set_prefix(label);
         Progress(pb)

@@ -24,11 +24,7 @@ impl Latency {
         samples.sort_unstable();
         let n = samples.len();
         let at = |q: usize| samples[((n * q) / 100).min(n - 1)].as_secs_f64() * 1e6;
-        Some(Latency {
-            p50_us: at(50),
-            p99_us: at(99),
-            max_us: samples[n - 1].as_secs_f64() * 1e6,
-        })
+        Some(Latency { p50_us: at(50), p99_us: at(99), max_us: samples[n - 1].as_secs_f64() * 1e6 })
     }
 }
 
@@ -174,23 +170,16 @@ type Col = (&'static str, fn(&Row) -> Option<String>);
 const COLUMNS: &[Col] = &[
     ("engine", |r| Some(r.engine.clone())),
     ("ops/s", |r| (r.ops > 0).then(|| si(r.ops_per_sec))),
-    ("vs best peer", |r| {
-        r.ratio_to_best_peer.map(|x| format!("{x:.2}×"))
-    }),
+    ("vs best peer", |r| r.ratio_to_best_peer.map(|x| format!("{x:.2}×"))),
     ("MB/s", |r| r.mb_per_sec.map(|x| format!("{x:.0}"))),
     ("dev bytes/op", |r| r.device_bytes_per_op.map(bytes)),
-    ("dev flushes/tx", |r| {
-        r.device_flushes_per_tx.map(|x| format!("{x:.2}"))
-    }),
+    ("dev flushes/tx", |r| r.device_flushes_per_tx.map(|x| format!("{x:.2}"))),
     ("write_bytes/op", |r| r.proc_write_bytes_per_op.map(bytes)),
     ("db size", |r| r.db_bytes.map(|b| bytes(b as f64))),
     ("latency p50 / p99 / max µs", |r| {
-        r.latency
-            .map(|l| format!("{} / {} / {}", us(l.p50_us), us(l.p99_us), us(l.max_us)))
+        r.latency.map(|l| format!("{} / {} / {}", us(l.p50_us), us(l.p99_us), us(l.max_us)))
     }),
-    ("syscalls/commit", |r| {
-        r.syscalls_per_commit.map(|x| format!("{x:.1}"))
-    }),
+    ("syscalls/commit", |r| r.syscalls_per_commit.map(|x| format!("{x:.1}"))),
     ("jd pages/tx", |r| r.jackdaw.map(|j| si(j.pages))),
     ("jd journal B/tx full → raw → written", |r| {
         r.jackdaw.map(|j| {
@@ -209,29 +198,15 @@ const COLUMNS: &[Col] = &[
 /// The rows of one workload as a Markdown table, leaving out columns no row fills. Cells that
 /// a row lacks where another has them read `n/a`.
 pub fn table(rows: &[&Row]) -> String {
-    let cols: Vec<&Col> = COLUMNS
-        .iter()
-        .filter(|(_, f)| rows.iter().any(|r| f(r).is_some()))
-        .collect();
+    let cols: Vec<&Col> = COLUMNS.iter().filter(|(_, f)| rows.iter().any(|r| f(r).is_some())).collect();
     let cells: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
-            cols.iter()
-                .map(|(_, f)| f(r).unwrap_or_else(|| "n/a".into()).replace('|', "\\|"))
-                .collect()
-        })
+        .map(|r| cols.iter().map(|(_, f)| f(r).unwrap_or_else(|| "n/a".into()).replace('|', "\\|")).collect())
         .collect();
     let widths: Vec<usize> = cols
         .iter()
         .enumerate()
-        .map(|(i, (h, _))| {
-            cells
-                .iter()
-                .map(|c| c[i].chars().count())
-                .chain([h.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|(i, (h, _))| cells.iter().map(|c| c[i].chars().count()).chain([h.chars().count()]).max().unwrap_or(0))
         .collect();
     let mut s = String::new();
     let line = |s: &mut String, vals: Vec<String>| {
@@ -318,26 +293,11 @@ fn chart(workload: &str, rows: &[&Row], path: &Path) -> Result<()> {
     use plotters::prelude::*;
     let (metric, vals): (&str, Vec<(String, f64)>) =
         if workload != "disk" && rows.iter().all(|r| r.mb_per_sec.is_some()) {
-            (
-                "MB/s",
-                rows.iter()
-                    .map(|r| (r.engine.clone(), r.mb_per_sec.unwrap_or(0.0)))
-                    .collect(),
-            )
+            ("MB/s", rows.iter().map(|r| (r.engine.clone(), r.mb_per_sec.unwrap_or(0.0))).collect())
         } else if workload == "disk" {
-            (
-                "p50 latency, µs",
-                rows.iter()
-                    .filter_map(|r| r.latency.map(|l| (r.engine.clone(), l.p50_us)))
-                    .collect(),
-            )
+            ("p50 latency, µs", rows.iter().filter_map(|r| r.latency.map(|l| (r.engine.clone(), l.p50_us))).collect())
         } else {
-            (
-                "ops/s",
-                rows.iter()
-                    .map(|r| (r.engine.clone(), r.ops_per_sec))
-                    .collect(),
-            )
+            ("ops/s", rows.iter().map(|r| (r.engine.clone(), r.ops_per_sec)).collect())
         };
     let max = vals.iter().map(|v| v.1).fold(0.0f64, f64::max).max(1.0) * 1.25;
     let n = vals.len().max(1);
@@ -367,28 +327,18 @@ fn chart(workload: &str, rows: &[&Row], path: &Path) -> Result<()> {
         RGBColor(90, 90, 90),
     ];
     ch.draw_series(vals.iter().enumerate().map(|(i, (name, v))| {
-        let c = if name.starts_with("jackdaw") {
-            palette[0]
-        } else {
-            palette[1 + i % (palette.len() - 1)]
-        };
+        let c = if name.starts_with("jackdaw") { palette[0] } else { palette[1 + i % (palette.len() - 1)] };
         Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)], c.filled())
     }))
     .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
-    ch.draw_series(vals.iter().enumerate().map(|(i, (_, v))| {
-        Text::new(
-            si(*v),
-            (i as f64 + 0.15, *v + max * 0.13),
-            ("sans-serif", 13).into_font(),
-        )
-    }))
+    ch.draw_series(
+        vals.iter()
+            .enumerate()
+            .map(|(i, (_, v))| Text::new(si(*v), (i as f64 + 0.15, *v + max * 0.13), ("sans-serif", 13).into_font())),
+    )
     .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
     ch.draw_series(vals.iter().enumerate().map(|(i, (name, v))| {
-        Text::new(
-            name.clone(),
-            (i as f64 + 0.15, *v + max * 0.075),
-            ("sans-serif", 12).into_font(),
-        )
+        Text::new(name.clone(), (i as f64 + 0.15, *v + max * 0.075), ("sans-serif", 12).into_font())
     }))
     .map_err(|e| anyhow::anyhow!("svg: {e}"))?;
     root.present().map_err(|e| anyhow::anyhow!("svg: {e}"))?;

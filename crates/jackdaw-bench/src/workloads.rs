@@ -178,10 +178,7 @@ impl Workload {
     }
 
     pub fn is_read(&self) -> bool {
-        matches!(
-            self,
-            Workload::ReadSeq { .. } | Workload::ReadRnd { .. } | Workload::ReadParallel { .. }
-        )
+        matches!(self, Workload::ReadSeq { .. } | Workload::ReadRnd { .. } | Workload::ReadParallel { .. })
     }
 }
 
@@ -213,8 +210,7 @@ pub fn select(selectors: &[String]) -> Result<Vec<Workload>> {
             let m = name == *sel
                 || w.group() == sel
                 || glob(sel, &name)
-                || (sel == "read-parallel"
-                    && matches!(w, Workload::ReadParallel { cold: false, .. }))
+                || (sel == "read-parallel" && matches!(w, Workload::ReadParallel { cold: false, .. }))
                 || (sel == "fill-seq-tx" && *w == Workload::FillSeqTx);
             if m {
                 keep[i] = true;
@@ -226,12 +222,7 @@ pub fn select(selectors: &[String]) -> Result<Vec<Workload>> {
             bail!("no workload matches {sel:?}; workloads: {} (or a group: fill-seq, read-parallel-N, read-*-cold, fill-rnd-tx, ...)", names.join(", "));
         }
     }
-    Ok(all
-        .into_iter()
-        .zip(keep)
-        .filter(|(_, k)| *k)
-        .map(|(w, _)| w)
-        .collect())
+    Ok(all.into_iter().zip(keep).filter(|(_, k)| *k).map(|(w, _)| w).collect())
 }
 
 /// How much a write workload checks what the engine stored.
@@ -324,11 +315,7 @@ impl Ctx {
     fn fill_values(&mut self) -> Arc<Values> {
         if self.fill_vals.is_none() {
             let mut rng = Rng::stream(self.seed, "fill-seq-values");
-            self.fill_vals = Some(Arc::new(Values::new(
-                &mut rng,
-                self.sizes.fill_n as usize,
-                VALUE_LEN,
-            )));
+            self.fill_vals = Some(Arc::new(Values::new(&mut rng, self.sizes.fill_n as usize, VALUE_LEN)));
         }
         self.fill_vals.clone().expect("set")
     }
@@ -390,10 +377,7 @@ impl Ctx {
 
         let mut row = make_row(&name, kind, Some(mode), n, 1, el, m, Some(disk_usage(&dir)));
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, 1));
-        row.notes = join_notes(&[
-            "one transaction; open and close timed",
-            &size_split(kind, &dir),
-        ]);
+        row.notes = join_notes(&["one transaction; open and close timed", &size_split(kind, &dir)]);
         if mode == Mode::Sync {
             self.seq_db.insert(kind, dir);
         } else {
@@ -424,14 +408,7 @@ impl Ctx {
 
     // ---------------------------------------------------------------- reads
 
-    fn reads(
-        &mut self,
-        w: Workload,
-        kind: Kind,
-        order: ReadOrder,
-        threads: usize,
-        cold: bool,
-    ) -> Result<Row> {
+    fn reads(&mut self, w: Workload, kind: Kind, order: ReadOrder, threads: usize, cold: bool) -> Result<Row> {
         let name = w.name();
         let dir = self.seq_db(kind)?;
         let vals = self.fill_values();
@@ -460,12 +437,7 @@ impl Ctx {
         let parts: Vec<&[u32]> = idx.chunks(n.div_ceil(threads).max(1)).collect();
         let t0 = Instant::now();
         let sums: Vec<Result<(u64, u64)>> = if threads == 1 {
-            vec![read_part(
-                &*eng,
-                &keys,
-                parts.first().copied().unwrap_or(&[]),
-                &pb,
-            )]
+            vec![read_part(&*eng, &keys, parts.first().copied().unwrap_or(&[]), &pb)]
         } else {
             std::thread::scope(|s| {
                 let hs: Vec<_> = parts
@@ -476,10 +448,7 @@ impl Ctx {
                     })
                     .collect();
                 hs.into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked")))
-                    })
+                    .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked"))))
                     .collect()
             })
         };
@@ -492,35 +461,18 @@ impl Ctx {
             sum = sum.wrapping_add(s);
             found += f;
         }
-        ensure!(
-            found == n as u64,
-            "{}: {name}: found {found} of {n} keys",
-            kind.name()
-        );
+        ensure!(found == n as u64, "{}: {name}: found {found} of {n} keys", kind.name());
         ensure!(
             sum == expected,
             "{}: {name}: values read back differ from those written (checksum mismatch)",
             kind.name()
         );
-        let mut row = make_row(
-            &name,
-            kind,
-            None,
-            n as u64,
-            threads as u64,
-            el,
-            Measured::default(),
-            None,
-        );
+        let mut row = make_row(&name, kind, None, n as u64, threads as u64, el, Measured::default(), None);
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
         if threads > 1 {
-            notes = if notes.is_empty() {
-                format!("{threads} threads")
-            } else {
-                format!("{threads} threads; {notes}")
-            };
+            notes = if notes.is_empty() { format!("{threads} threads") } else { format!("{threads} threads; {notes}") };
         }
         row.notes = notes;
         Ok(row)
@@ -552,14 +504,7 @@ impl Ctx {
 
     /// Open untimed, run every transaction of `plan` timed, verify, close; the device window
     /// covers the transactions and the close (which is where deferred writes land).
-    fn run_multi(
-        &mut self,
-        name: &str,
-        kind: Kind,
-        mode: Mode,
-        plan: &Plan,
-        notes: &str,
-    ) -> Result<Row> {
+    fn run_multi(&mut self, name: &str, kind: Kind, mode: Mode, plan: &Plan, notes: &str) -> Result<Row> {
         let dir = self.fresh_dir(name, kind)?;
         let eng = kind.open(&dir, mode)?;
         let pb = self.bar(plan.ops.len() as u64, format!("{name} {}", kind.name()));
@@ -574,23 +519,11 @@ impl Ctx {
         if self.verify == Verify::Full {
             plan.verify_reopened(kind, &dir, mode)?;
         }
-        let mut row = make_row(
-            name,
-            kind,
-            Some(mode),
-            plan.ops.len() as u64,
-            plan.txs() as u64,
-            el,
-            m,
-            Some(disk_usage(&dir)),
-        );
+        let mut row =
+            make_row(name, kind, Some(mode), plan.ops.len() as u64, plan.txs() as u64, el, m, Some(disk_usage(&dir)));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
-        row.notes = join_notes(&[
-            notes,
-            "device bytes include close()",
-            &size_split(kind, &dir),
-        ]);
+        row.notes = join_notes(&[notes, "device bytes include close()", &size_split(kind, &dir)]);
         self.done_with(&dir);
         Ok(row)
     }
@@ -603,37 +536,20 @@ impl Ctx {
         let small = Values::new(&mut rng, ns as usize, LARGE_SMALL_LEN);
         let big = Values::new(&mut rng, nb as usize, LARGE_BIG_LEN);
         let keys: Vec<Key> = (0..ns + nb).map(seq_key).collect();
-        let mut ops: Vec<Op> = (0..ns)
-            .map(|i| Op::Put {
-                key: i as u32,
-                pool: 0,
-                val: i as u32,
-            })
-            .collect();
-        ops.extend((0..nb).map(|i| Op::Put {
-            key: (ns + i) as u32,
-            pool: 1,
-            val: i as u32,
-        }));
-        let mut bounds: Vec<usize> = (0..ns.div_ceil(LARGE_SMALL_PER_TX))
-            .map(|t| ((t + 1) * LARGE_SMALL_PER_TX).min(ns) as usize)
-            .collect();
+        let mut ops: Vec<Op> = (0..ns).map(|i| Op::Put { key: i as u32, pool: 0, val: i as u32 }).collect();
+        ops.extend((0..nb).map(|i| Op::Put { key: (ns + i) as u32, pool: 1, val: i as u32 }));
+        let mut bounds: Vec<usize> =
+            (0..ns.div_ceil(LARGE_SMALL_PER_TX)).map(|t| ((t + 1) * LARGE_SMALL_PER_TX).min(ns) as usize).collect();
         let small_txs = bounds.len();
         bounds.extend((0..nb).map(|i| (ns + i + 1) as usize));
-        let plan = Plan {
-            keys,
-            pools: vec![Arc::new(small), Arc::new(big)],
-            ops,
-            bounds,
-        };
+        let plan = Plan { keys, pools: vec![Arc::new(small), Arc::new(big)], ops, bounds };
 
         let dir = self.fresh_dir("large-values", kind)?;
         let eng = kind.open(&dir, Mode::Sync)?;
         let mut rows = Vec::new();
-        for (label, txr, count, len) in [
-            ("64k", 0..small_txs, ns, LARGE_SMALL_LEN),
-            ("8m", small_txs..plan.txs(), nb, LARGE_BIG_LEN),
-        ] {
+        for (label, txr, count, len) in
+            [("64k", 0..small_txs, ns, LARGE_SMALL_LEN), ("8m", small_txs..plan.txs(), nb, LARGE_BIG_LEN)]
+        {
             let name = format!("large-values-write-{label}");
             let pb = self.bar(count, format!("{name} {}", kind.name()));
             let win = Window::begin(self.dev.as_ref());
@@ -642,32 +558,16 @@ impl Ctx {
             let el = t0.elapsed();
             pb.finish();
             let m = win.end();
-            let mut row = make_row(
-                &name,
-                kind,
-                Some(Mode::Sync),
-                count,
-                txr.len() as u64,
-                el,
-                m,
-                None,
-            );
+            let mut row = make_row(&name, kind, Some(Mode::Sync), count, txr.len() as u64, el, m, None);
             row.mb_per_sec = Some((count as usize * len) as f64 / el.as_secs_f64() / 1e6);
             row.latency = Latency::of(&mut st.commit);
             row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, txr.len() as u64));
-            row.notes = if label == "64k" {
-                "1 tx = 10 × 64 KiB".into()
-            } else {
-                "1 tx = 1 × 8 MiB".into()
-            };
+            row.notes = if label == "64k" { "1 tx = 10 × 64 KiB".into() } else { "1 tx = 1 × 8 MiB".into() };
             rows.push(row);
         }
         // Read every value back, in key order, one read transaction.
         let total = ns + nb;
-        let expected: u64 = plan
-            .ops
-            .iter()
-            .fold(0u64, |a, op| a.wrapping_add(value_sum(plan.value(op))));
+        let expected: u64 = plan.ops.iter().fold(0u64, |a, op| a.wrapping_add(value_sum(plan.value(op))));
         let pb = self.bar(total, format!("large-values-read {}", kind.name()));
         let t0 = Instant::now();
         let all: Vec<u32> = (0..total as u32).collect();
@@ -685,16 +585,8 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let bytes = ns as usize * LARGE_SMALL_LEN + nb as usize * LARGE_BIG_LEN;
-        let mut row = make_row(
-            "large-values-read",
-            kind,
-            None,
-            total,
-            1,
-            el,
-            Measured::default(),
-            Some(disk_usage(&dir)),
-        );
+        let mut row =
+            make_row("large-values-read", kind, None, total, 1, el, Measured::default(), Some(disk_usage(&dir)));
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
@@ -719,13 +611,7 @@ impl Ctx {
         let fresh = victims.len();
         keys.extend((0..fresh).map(|_| rnd_key(&mut rng)));
         let vals = Values::new(&mut rng, n as usize + fresh, VALUE_LEN);
-        let mut ops: Vec<Op> = (0..n as u32)
-            .map(|i| Op::Put {
-                key: i,
-                pool: 0,
-                val: i,
-            })
-            .collect();
+        let mut ops: Vec<Op> = (0..n as u32).map(|i| Op::Put { key: i, pool: 0, val: i }).collect();
         let mut bounds: Vec<usize> = (1..=txs).map(|t| (t * per) as usize).collect();
         // The churn: transactions of `per` operations, half deletes of fill keys, half inserts.
         let half = (per / 2).max(1) as usize;
@@ -733,20 +619,11 @@ impl Ctx {
             for (j, v) in chunk.iter().enumerate() {
                 ops.push(Op::Del { key: *v });
                 let k = (n as usize + c * half + j) as u32;
-                ops.push(Op::Put {
-                    key: k,
-                    pool: 0,
-                    val: k,
-                });
+                ops.push(Op::Put { key: k, pool: 0, val: k });
             }
             bounds.push(ops.len());
         }
-        let plan = Plan {
-            keys,
-            pools: vec![Arc::new(vals)],
-            ops,
-            bounds,
-        };
+        let plan = Plan { keys, pools: vec![Arc::new(vals)], ops, bounds };
         let fill_txs = txs as usize;
 
         let dir = self.fresh_dir(&name, kind)?;
@@ -774,16 +651,7 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let ops = plan.ops.len() as u64;
-        let mut row = make_row(
-            &name,
-            kind,
-            Some(Mode::Sync),
-            ops,
-            plan.txs() as u64,
-            el,
-            m,
-            Some(disk_usage(&dir)),
-        );
+        let mut row = make_row(&name, kind, Some(Mode::Sync), ops, plan.txs() as u64, el, m, Some(disk_usage(&dir)));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
         let churn_ops = ops - n;
@@ -809,11 +677,7 @@ impl Ctx {
         let dir = self.fresh_dir(&name, kind)?;
         let eng = kind.open(&dir, Mode::Sync)?;
         let pb = self.bar(n * per, format!("{name} {}", kind.name()));
-        plan.run(
-            &*eng,
-            0..WARMUP_COMMITS as usize,
-            &Progress::new(false, 0, String::new()),
-        )?;
+        plan.run(&*eng, 0..WARMUP_COMMITS as usize, &Progress::new(false, 0, String::new()))?;
         let c0 = eng.counters();
         let win = Window::begin(self.dev.as_ref());
         let t0 = Instant::now();
@@ -825,16 +689,7 @@ impl Ctx {
         let info = eng.info();
         plan.verify(&*eng, kind, self.verify)?;
         eng.close()?;
-        let mut row = make_row(
-            &name,
-            kind,
-            Some(Mode::Sync),
-            n * per,
-            n,
-            el,
-            m,
-            Some(disk_usage(&dir)),
-        );
+        let mut row = make_row(&name, kind, Some(Mode::Sync), n * per, n, el, m, Some(disk_usage(&dir)));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, n));
         let mut notes = Vec::new();
@@ -855,10 +710,7 @@ impl Ctx {
             })
             .collect();
         if !per_commit.is_empty() {
-            notes.push(format!(
-                "engine counters per commit: {}",
-                per_commit.join(", ")
-            ));
+            notes.push(format!("engine counters per commit: {}", per_commit.join(", ")));
         }
         if !info.is_empty() {
             notes.push(info);
@@ -866,16 +718,13 @@ impl Ctx {
         self.done_with(&dir);
         // strace -c -f of a child doing the same commits, minus a child doing none.
         match &self.strace_exe {
-            Some(exe) => {
-                match strace_per_commit(exe, kind, &self.root, self.seed, n.min(STRACE_MAX_COMMITS))
-                {
-                    Ok((total, top)) => {
-                        row.syscalls_per_commit = Some(total);
-                        notes.push(format!("strace -c -f per commit: {top}"));
-                    }
-                    Err(e) => notes.push(format!("strace unavailable: {e:#}")),
+            Some(exe) => match strace_per_commit(exe, kind, &self.root, self.seed, n.min(STRACE_MAX_COMMITS)) {
+                Ok((total, top)) => {
+                    row.syscalls_per_commit = Some(total);
+                    notes.push(format!("strace -c -f per commit: {top}"));
                 }
-            }
+                Err(e) => notes.push(format!("strace unavailable: {e:#}")),
+            },
             None => notes.push("strace not run".into()),
         }
         row.notes = notes.join("; ");
@@ -904,16 +753,8 @@ pub fn child_commits(kind: Kind, dir: &Path, commits: u64, seed: u64) -> Result<
     eng.close()
 }
 
-fn strace_counts(
-    exe: &Path,
-    kind: Kind,
-    root: &Path,
-    seed: u64,
-    commits: u64,
-) -> Result<HashMap<String, u64>> {
-    let dir = root
-        .join("commit-syscalls-child")
-        .join(format!("{}-{commits}", kind.name()));
+fn strace_counts(exe: &Path, kind: Kind, root: &Path, seed: u64, commits: u64) -> Result<HashMap<String, u64>> {
+    let dir = root.join("commit-syscalls-child").join(format!("{}-{commits}", kind.name()));
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
@@ -925,25 +766,13 @@ fn strace_counts(
         .arg("-o")
         .arg(&out)
         .arg(exe)
-        .args([
-            "--child-commits",
-            &commits.to_string(),
-            "--engines",
-            kind.name(),
-            "--seed",
-            &seed.to_string(),
-            "--dir",
-        ])
+        .args(["--child-commits", &commits.to_string(), "--engines", kind.name(), "--seed", &seed.to_string(), "--dir"])
         .arg(&dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .output()
         .context("spawn strace")?;
-    ensure!(
-        st.status.success(),
-        "strace child failed: {}",
-        String::from_utf8_lossy(&st.stderr).trim()
-    );
+    ensure!(st.status.success(), "strace child failed: {}", String::from_utf8_lossy(&st.stderr).trim());
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&out);
@@ -966,32 +795,17 @@ fn strace_counts(
 }
 
 /// Syscalls per commit (and the five most frequent), from two strace runs.
-fn strace_per_commit(
-    exe: &Path,
-    kind: Kind,
-    root: &Path,
-    seed: u64,
-    commits: u64,
-) -> Result<(f64, String)> {
+fn strace_per_commit(exe: &Path, kind: Kind, root: &Path, seed: u64, commits: u64) -> Result<(f64, String)> {
     let base = strace_counts(exe, kind, root, seed, 0)?;
     let run = strace_counts(exe, kind, root, seed, commits)?;
     let mut per: Vec<(String, f64)> = run
         .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                (*v as f64 - *base.get(k).unwrap_or(&0) as f64) / commits as f64,
-            )
-        })
+        .map(|(k, v)| (k.clone(), (*v as f64 - *base.get(k).unwrap_or(&0) as f64) / commits as f64))
         .filter(|(_, v)| *v >= 0.05)
         .collect();
     per.sort_by(|a, b| b.1.total_cmp(&a.1));
     let total: f64 = per.iter().map(|p| p.1).sum();
-    let top: Vec<String> = per
-        .iter()
-        .take(6)
-        .map(|(k, v)| format!("{k} {v:.2}"))
-        .collect();
+    let top: Vec<String> = per.iter().take(6).map(|(k, v)| format!("{k} {v:.2}")).collect();
     Ok((total, top.join(", ")))
 }
 
@@ -1047,22 +861,9 @@ struct RunStats {
 impl Plan {
     /// `n` puts of key i → value i, in transactions of `per`.
     fn puts(keys: Vec<Key>, pools: Vec<Arc<Values>>, n: u64, per: u64) -> Plan {
-        let ops = (0..n as u32)
-            .map(|i| Op::Put {
-                key: i,
-                pool: 0,
-                val: i,
-            })
-            .collect();
-        let bounds = (1..=n.div_ceil(per.max(1)))
-            .map(|t| (t * per).min(n) as usize)
-            .collect();
-        Plan {
-            keys,
-            pools,
-            ops,
-            bounds,
-        }
+        let ops = (0..n as u32).map(|i| Op::Put { key: i, pool: 0, val: i }).collect();
+        let bounds = (1..=n.div_ceil(per.max(1))).map(|t| (t * per).min(n) as usize).collect();
+        Plan { keys, pools, ops, bounds }
     }
 
     fn txs(&self) -> usize {
@@ -1077,16 +878,8 @@ impl Plan {
     }
 
     /// Run transactions `txs` (indexes into `bounds`).
-    fn run(
-        &self,
-        eng: &dyn Engine,
-        txs: std::ops::Range<usize>,
-        pb: &Progress,
-    ) -> Result<RunStats> {
-        let mut st = RunStats {
-            commit: Vec::with_capacity(txs.len()),
-            jackdaw: None,
-        };
+    fn run(&self, eng: &dyn Engine, txs: std::ops::Range<usize>, pb: &Progress) -> Result<RunStats> {
+        let mut st = RunStats { commit: Vec::with_capacity(txs.len()), jackdaw: None };
         for t in txs {
             let lo = if t == 0 { 0 } else { self.bounds[t - 1] };
             let hi = self.bounds[t];
@@ -1094,10 +887,9 @@ impl Plan {
             let info = eng.write(&mut |w| {
                 for (j, op) in ops.iter().enumerate() {
                     match *op {
-                        Op::Put { key, pool, val } => w.put(
-                            &self.keys[key as usize],
-                            self.pools[pool as usize].get(val as usize),
-                        )?,
+                        Op::Put { key, pool, val } => {
+                            w.put(&self.keys[key as usize], self.pools[pool as usize].get(val as usize))?
+                        }
                         Op::Del { key } => w.delete(&self.keys[key as usize])?,
                     }
                     if j % 8192 == 8191 {
@@ -1109,9 +901,7 @@ impl Plan {
             pb.inc((ops.len() % 8192) as u64);
             st.commit.push(info.commit_time);
             if let Some(j) = info.jackdaw {
-                st.jackdaw
-                    .get_or_insert_with(JackdawCommit::default)
-                    .add(&j);
+                st.jackdaw.get_or_insert_with(JackdawCommit::default).add(&j);
             }
         }
         Ok(st)
@@ -1145,15 +935,9 @@ impl Plan {
             return Ok(());
         }
         let model = self.model();
-        let present: Vec<(&Key, &[u8])> = model
-            .iter()
-            .filter_map(|(k, i)| i.map(|i| (k, self.value(&self.ops[i]))))
-            .collect();
-        let absent: Vec<&Key> = model
-            .iter()
-            .filter(|(_, i)| i.is_none())
-            .map(|(k, _)| k)
-            .collect();
+        let present: Vec<(&Key, &[u8])> =
+            model.iter().filter_map(|(k, i)| i.map(|i| (k, self.value(&self.ops[i])))).collect();
+        let absent: Vec<&Key> = model.iter().filter(|(_, i)| i.is_none()).map(|(k, _)| k).collect();
         let name = kind.name();
         eng.read(&mut |r: &dyn ReadOps| {
             let mut pos = 0usize;
@@ -1172,7 +956,10 @@ impl Plan {
                                 if k == &ek[..] { " — value differs" } else { "" }
                             ))
                         }
-                        None => bad = Some(format!("scan item {pos}: unexpected extra key {:?}", String::from_utf8_lossy(k))),
+                        None => {
+                            bad =
+                                Some(format!("scan item {pos}: unexpected extra key {:?}", String::from_utf8_lossy(k)))
+                        }
                     }
                 }
                 pos += 1;
@@ -1181,16 +968,28 @@ impl Plan {
             if let Some(b) = bad {
                 bail!("{name} read back wrong data: {b}");
             }
-            ensure!(seen as usize == present.len(), "{name} read back {seen} pairs in a full scan, expected {}", present.len());
+            ensure!(
+                seen as usize == present.len(),
+                "{name} read back {seen} pairs in a full scan, expected {}",
+                present.len()
+            );
             // Point gets: every key at Full, an even sample of ≤ 10,000 otherwise.
             let step = |len: usize| if level == Verify::Full { 1 } else { (len / 10_000).max(1) };
             let mut buf = Vec::new();
             for (k, v) in present.iter().step_by(step(present.len())) {
-                ensure!(r.get_into(&k[..], &mut buf)?, "{name}: get {:?} found nothing", String::from_utf8_lossy(&k[..]));
+                ensure!(
+                    r.get_into(&k[..], &mut buf)?,
+                    "{name}: get {:?} found nothing",
+                    String::from_utf8_lossy(&k[..])
+                );
                 ensure!(buf == *v, "{name}: get {:?} returned a wrong value", String::from_utf8_lossy(&k[..]));
             }
             for k in absent.iter().step_by(step(absent.len())) {
-                ensure!(!r.get_into(&k[..], &mut buf)?, "{name}: deleted key {:?} still found", String::from_utf8_lossy(&k[..]));
+                ensure!(
+                    !r.get_into(&k[..], &mut buf)?,
+                    "{name}: deleted key {:?} still found",
+                    String::from_utf8_lossy(&k[..])
+                );
             }
             // A bounded range: the middle half of the present keys.
             if present.len() >= 4 {
@@ -1202,7 +1001,11 @@ impl Plan {
                     i += 1;
                     Ok(())
                 })?;
-                ensure!(ok && got as usize == b - a, "{name}: bounded range scan returned {got} pairs (expected {})", b - a);
+                ensure!(
+                    ok && got as usize == b - a,
+                    "{name}: bounded range scan returned {got} pairs (expected {})",
+                    b - a
+                );
             }
             Ok(())
         })
@@ -1211,8 +1014,7 @@ impl Plan {
 
     fn verify_reopened(&self, kind: Kind, dir: &Path, mode: Mode) -> Result<()> {
         let eng = kind.open(dir, mode)?;
-        self.verify(&*eng, kind, Verify::Full)
-            .context("after close and reopen")?;
+        self.verify(&*eng, kind, Verify::Full).context("after close and reopen")?;
         eng.close()
     }
 }
@@ -1233,12 +1035,7 @@ fn size_split(kind: Kind, dir: &Path) -> String {
 }
 
 fn join_notes(parts: &[&str]) -> String {
-    parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join("; ")
+    parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("; ")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1256,9 +1053,7 @@ fn make_row(
     Row {
         workload: name.to_string(),
         engine: kind.name().to_string(),
-        mode: mode
-            .map(|md| format!("{}: {}", md.name(), kind.mode_mapping(md)))
-            .unwrap_or_default(),
+        mode: mode.map(|md| format!("{}: {}", md.name(), kind.mode_mapping(md))).unwrap_or_default(),
         ops,
         txs,
         secs,
@@ -1284,10 +1079,7 @@ mod tests {
                 .map(|w| w.name())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(
-            names(&["fill-seq"]),
-            ["fill-seq-none", "fill-seq-buff", "fill-seq-sync"]
-        );
+        assert_eq!(names(&["fill-seq"]), ["fill-seq-none", "fill-seq-buff", "fill-seq-sync"]);
         assert_eq!(names(&["read-seq"]), ["read-seq"]);
         assert_eq!(names(&["read-*-cold"]).len(), 7);
         assert_eq!(names(&["read-parallel-N"]).len(), 5);
@@ -1303,10 +1095,7 @@ mod tests {
         n: std::sync::atomic::AtomicUsize,
     }
 
-    struct MemW<'a>(
-        &'a Mem,
-        std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    );
+    struct MemW<'a>(&'a Mem, std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>>);
     impl crate::engine::WriteOps for MemW<'_> {
         fn put(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
             let i = self.0.n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1327,12 +1116,7 @@ mod tests {
             out.clear();
             Ok(self.0.get(k).map(|v| out.extend_from_slice(v)).is_some())
         }
-        fn scan(
-            &self,
-            lo: &[u8],
-            hi: Option<&[u8]>,
-            f: &mut crate::engine::Visit<'_>,
-        ) -> Result<u64> {
+        fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut crate::engine::Visit<'_>) -> Result<u64> {
             let mut n = 0;
             for (k, v) in self.0.range(lo.to_vec()..) {
                 if hi.is_some_and(|h| k.as_slice() >= h) {
@@ -1374,28 +1158,13 @@ mod tests {
         let mut rng = Rng::new(3);
         let keys: Vec<Key> = (0..300).map(|_| rnd_key(&mut rng)).collect();
         let vals = Values::new(&mut rng, 300, 20);
-        let mut ops: Vec<Op> = (0..200u32)
-            .map(|i| Op::Put {
-                key: i,
-                pool: 0,
-                val: i,
-            })
-            .collect();
+        let mut ops: Vec<Op> = (0..200u32).map(|i| Op::Put { key: i, pool: 0, val: i }).collect();
         for i in 0..100u32 {
             ops.push(Op::Del { key: i * 2 });
-            ops.push(Op::Put {
-                key: 200 + i,
-                pool: 0,
-                val: 200 + i,
-            });
+            ops.push(Op::Put { key: 200 + i, pool: 0, val: 200 + i });
         }
         let bounds = (1..=4).map(|t| t * 100).collect();
-        Plan {
-            keys,
-            pools: vec![Arc::new(vals)],
-            ops,
-            bounds,
-        }
+        Plan { keys, pools: vec![Arc::new(vals)], ops, bounds }
     }
 
     #[test]
@@ -1403,18 +1172,10 @@ mod tests {
         let plan = churn_plan();
         let pb = Progress::new(false, 0, String::new());
         for (lose, ok) in [(0, true), (97, false)] {
-            let eng = Mem {
-                map: Default::default(),
-                lose_every: lose,
-                n: Default::default(),
-            };
+            let eng = Mem { map: Default::default(), lose_every: lose, n: Default::default() };
             plan.run(&eng, 0..plan.txs(), &pb).unwrap();
             for level in [Verify::Scan, Verify::Full] {
-                assert_eq!(
-                    plan.verify(&eng, Kind::Jackdaw, level).is_ok(),
-                    ok,
-                    "lose_every {lose}, {level:?}"
-                );
+                assert_eq!(plan.verify(&eng, Kind::Jackdaw, level).is_ok(), ok, "lose_every {lose}, {level:?}");
             }
         }
     }

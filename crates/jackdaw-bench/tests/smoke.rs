@@ -13,10 +13,7 @@ fn every_workload_tiny_reads_back_what_it_wrote() {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-smoke");
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
-    let strace = std::process::Command::new("strace")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let strace = std::process::Command::new("strace").arg("-V").output().is_ok_and(|o| o.status.success());
     let engines = vec![Kind::Jackdaw, Kind::Lmdb, Kind::Redb, Kind::Sqlite];
     let cfg = Config {
         engines: engines.clone(),
@@ -35,11 +32,8 @@ fn every_workload_tiny_reads_back_what_it_wrote() {
         print: false,
     };
     let rep = run(&cfg).expect("run");
-    let failures: Vec<String> = rep
-        .failures
-        .iter()
-        .map(|f| format!("{} on {}: {}", f.engine, f.workload, f.reason))
-        .collect();
+    let failures: Vec<String> =
+        rep.failures.iter().map(|f| format!("{} on {}: {}", f.engine, f.workload, f.reason)).collect();
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 
     // Every workload produced a row for every engine (large-values reports three rows).
@@ -47,46 +41,23 @@ fn every_workload_tiny_reads_back_what_it_wrote() {
     for w in Workload::all() {
         match w {
             Workload::Disk => {}
-            Workload::LargeValues => names.extend(
-                [
-                    "large-values-write-64k",
-                    "large-values-write-8m",
-                    "large-values-read",
-                ]
-                .map(String::from),
-            ),
+            Workload::LargeValues => {
+                names.extend(["large-values-write-64k", "large-values-write-8m", "large-values-read"].map(String::from))
+            }
             _ => names.push(w.name()),
         }
     }
     for n in &names {
         for e in &engines {
-            let row = rep
-                .rows
-                .iter()
-                .find(|r| &r.workload == n && r.engine == e.name());
+            let row = rep.rows.iter().find(|r| &r.workload == n && r.engine == e.name());
             let row = row.unwrap_or_else(|| panic!("no row for {n} on {}", e.name()));
-            assert!(
-                row.ops > 0 && row.ops_per_sec > 0.0,
-                "{n} on {}: {row:?}",
-                e.name()
-            );
+            assert!(row.ops > 0 && row.ops_per_sec > 0.0, "{n} on {}: {row:?}", e.name());
         }
     }
-    assert!(rep
-        .rows
-        .iter()
-        .any(|r| r.workload == "free-space-control" && r.engine == "jackdaw-append"));
-    assert_eq!(
-        rep.rows.iter().filter(|r| r.workload == "disk").count(),
-        4,
-        "the four disk-limit rows"
-    );
+    assert!(rep.rows.iter().any(|r| r.workload == "free-space-control" && r.engine == "jackdaw-append"));
+    assert_eq!(rep.rows.iter().filter(|r| r.workload == "disk").count(), 4, "the four disk-limit rows");
     // Jackdaw reports its commit figures.
-    let jd = rep
-        .rows
-        .iter()
-        .find(|r| r.workload == "fill-rnd-1m" && r.engine == "jackdaw")
-        .unwrap();
+    let jd = rep.rows.iter().find(|r| r.workload == "fill-rnd-1m" && r.engine == "jackdaw").unwrap();
     assert!(jd.jackdaw.is_some_and(|j| j.pages > 0.0));
     // The report files were written.
     assert!(base.join("run.json").exists());

@@ -7,22 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let secs: f64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    let dir = std::env::current_dir()?
-        .join("target")
-        .join(format!("jackdaw-batch-bench-{}", std::process::id()));
+    let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let dir = std::env::current_dir()?.join("target").join(format!("jackdaw-batch-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default())?;
     let mut tx = env.write()?;
     tx.create_tree("t")?;
     tx.commit()?;
-    println!(
-        "durable (Sync) write batches of 100 puts, {secs} s per row, journal I/O {}",
-        env.stats().journal_io
-    );
+    println!("durable (Sync) write batches of 100 puts, {secs} s per row, journal I/O {}", env.stats().journal_io);
     println!(
         "{:>7} {:>12} {:>12} {:>16} {:>16}",
         "threads", "batches/s", "puts/s", "journal writes/s", "batches/write"
@@ -41,11 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     while !stop.load(Ordering::Relaxed) {
                         let mut b = WriteBatch::new();
                         for i in 0..100u64 {
-                            b.put(
-                                "t",
-                                format!("{:04}{:012}", threads * 100 + th, n * 100 + i),
-                                val,
-                            );
+                            b.put("t", format!("{:04}{:012}", threads * 100 + th, n * 100 + i), val);
                         }
                         env.write_batch(b).expect("batch");
                         n += 1;
@@ -62,13 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let el = t0.elapsed().as_secs_f64();
         let b = count.load(Ordering::Relaxed) as f64;
         let w = (env.stats().journal_writes - w0) as f64;
-        println!(
-            "{threads:>7} {:>12.0} {:>12.0} {:>16.0} {:>16.1}",
-            b / el,
-            b * 100.0 / el,
-            w / el,
-            b / w
-        );
+        println!("{threads:>7} {:>12.0} {:>12.0} {:>16.0} {:>16.1}", b / el, b * 100.0 / el, w / el, b / w);
     }
     env.check()?;
     drop(env);

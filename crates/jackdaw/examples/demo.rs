@@ -22,13 +22,7 @@ fn us(d: Duration) -> String {
 /// Raw disk: 4 KiB write + fdatasync, and 4 KiB O_DIRECT|O_DSYNC write, medians of `n`.
 fn disk_latency(dir: &Path, n: usize) -> (Duration, Option<Duration>) {
     let p = dir.join("disk-probe");
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&p)
-        .unwrap();
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
     f.set_len(4096 * 64).unwrap();
     f.sync_all().unwrap();
     let buf = vec![7u8; 4096];
@@ -40,24 +34,19 @@ fn disk_latency(dir: &Path, n: usize) -> (Duration, Option<Duration>) {
         t.push(s.elapsed());
     }
     let fsync = median(t);
-    let direct = OpenOptions::new()
-        .write(true)
-        .custom_flags(libc_flags())
-        .open(&p)
-        .ok()
-        .map(|d| {
-            // An aligned buffer for O_DIRECT.
-            let mut raw = vec![7u8; 8192];
-            let off = (4096 - raw.as_ptr() as usize % 4096) % 4096;
-            let b = &mut raw[off..off + 4096];
-            let mut t = Vec::new();
-            for i in 0..n {
-                let s = Instant::now();
-                d.write_all_at(b, (i % 64) as u64 * 4096).unwrap();
-                t.push(s.elapsed());
-            }
-            median(t)
-        });
+    let direct = OpenOptions::new().write(true).custom_flags(libc_flags()).open(&p).ok().map(|d| {
+        // An aligned buffer for O_DIRECT.
+        let mut raw = vec![7u8; 8192];
+        let off = (4096 - raw.as_ptr() as usize % 4096) % 4096;
+        let b = &mut raw[off..off + 4096];
+        let mut t = Vec::new();
+        for i in 0..n {
+            let s = Instant::now();
+            d.write_all_at(b, (i % 64) as u64 * 4096).unwrap();
+            t.push(s.elapsed());
+        }
+        median(t)
+    });
     let _ = std::fs::remove_file(&p);
     (fsync, direct)
 }
@@ -68,15 +57,9 @@ fn libc_flags() -> i32 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir: PathBuf = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::current_dir()
-                .unwrap()
-                .join("target")
-                .join(format!("jackdaw-demo-{}", std::process::id()))
-        });
+    let dir: PathBuf = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
+        std::env::current_dir().unwrap().join("target").join(format!("jackdaw-demo-{}", std::process::id()))
+    });
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let (fsync, direct) = disk_latency(&dir, 200);
@@ -105,8 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         empty.push(s.elapsed());
 
         let mut tx = env.write()?;
-        tx.page_mut(pages[(round % 100) as usize])?[PAGE_HEADER..PAGE_HEADER + 8]
-            .copy_from_slice(&round.to_le_bytes());
+        tx.page_mut(pages[(round % 100) as usize])?[PAGE_HEADER..PAGE_HEADER + 8].copy_from_slice(&round.to_le_bytes());
         let s = Instant::now();
         tx.commit()?;
         one.push(s.elapsed());
@@ -127,11 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("empty commit (writes nothing): p50 {}", us(median(empty)));
     println!("1-page durable commit: p50 {}", us(median(one)));
-    println!(
-        "100-page durable commit: p50 {} ({} journal bytes after diff + LZ4)",
-        us(median(hundred)),
-        hundred_bytes
-    );
+    println!("100-page durable commit: p50 {} ({} journal bytes after diff + LZ4)", us(median(hundred)), hundred_bytes);
 
     // Bulk: 20,000 fresh pages in one transaction (written once), then read back.
     let s = Instant::now();
@@ -155,15 +133,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = Instant::now();
     for (i, p) in bulk.iter().enumerate() {
         let page = r.page(*p)?;
-        assert_eq!(
-            &page[PAGE_HEADER..PAGE_HEADER + 8],
-            &(i as u64).to_le_bytes()
-        );
+        assert_eq!(&page[PAGE_HEADER..PAGE_HEADER + 8], &(i as u64).to_le_bytes());
     }
-    println!(
-        "read back 20,000 pages: {:.0} pages/s",
-        20_000.0 / s.elapsed().as_secs_f64()
-    );
+    println!("read back 20,000 pages: {:.0} pages/s", 20_000.0 / s.elapsed().as_secs_f64());
     drop(r);
     let live: Vec<u64> = pages.iter().chain(bulk.iter()).copied().collect();
     let l2 = live.clone();
@@ -175,15 +147,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = Instant::now();
     let env = Env::open(&dir, Options::default().flusher(FlusherMode::Manual))?;
     let r = env.read()?;
-    assert_eq!(
-        &r.page(bulk[777])?[PAGE_HEADER..PAGE_HEADER + 8],
-        &777u64.to_le_bytes()
-    );
-    println!(
-        "reopened in {} at transaction {}",
-        us(s.elapsed()),
-        r.txid()
-    );
+    assert_eq!(&r.page(bulk[777])?[PAGE_HEADER..PAGE_HEADER + 8], &777u64.to_le_bytes());
+    println!("reopened in {} at transaction {}", us(s.elapsed()), r.txid());
     drop(r);
     env.check_with(move |_| Ok(live))?;
     println!("check: ok");

@@ -22,11 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n += 1;
     }
     assert_eq!(n, 2);
-    let last = rtx
-        .prefix(&albums, b"00000000")?
-        .rev()
-        .next()
-        .expect("non-empty")?;
+    let last = rtx.prefix(&albums, b"00000000")?.rev().next().expect("non-empty")?;
     assert_eq!(last.1.as_ref(), b"Vitalogy");
     drop(rtx);
 

@@ -2,10 +2,7 @@
 use jackdaw::{Env, Options};
 use std::time::Instant;
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
+    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     let dir = std::path::PathBuf::from("target/rndread");
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default()).unwrap();
@@ -38,9 +35,5 @@ fn main() {
         buf.copy_from_slice(&v);
     }
     let el = s.elapsed();
-    println!(
-        "read-rnd {n}: {:.0} ops/s ({:.0} ns/get)",
-        n as f64 / el.as_secs_f64(),
-        el.as_nanos() as f64 / n as f64
-    );
+    println!("read-rnd {n}: {:.0} ops/s ({:.0} ns/get)", n as f64 / el.as_secs_f64(), el.as_nanos() as f64 / n as f64);
 }

@@ -1,10 +1,7 @@
 use jackdaw::{Durability, Env, Options};
 use std::time::Instant;
 fn main() {
-    let txs: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+    let txs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let mode = std::env::args().nth(2).unwrap_or("sync".into());
     let d = match mode.as_str() {
         "buff" => Durability::Buffered,
@@ -34,8 +31,7 @@ fn main() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            tx.put(&tree, format!("{:016}", x % 10_000_000_000_000_000), &val)
-                .unwrap();
+            tx.put(&tree, format!("{:016}", x % 10_000_000_000_000_000), &val).unwrap();
         }
         putt += p0.elapsed();
         let c = Instant::now();
@@ -49,10 +45,5 @@ fn main() {
     println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
     println!("flushes before explicit: {}", env.stats().flushes);
     println!("flush: {:?}", env.flush());
-    println!(
-        "begin total {:?}, put phase total {:?} ({:?}/put)",
-        begint,
-        putt,
-        putt / (txs as u32 * 100)
-    );
+    println!("begin total {:?}, put phase total {:?} ({:?}/put)", begint, putt, putt / (txs as u32 * 100));
 }

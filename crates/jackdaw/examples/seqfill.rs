@@ -1,10 +1,7 @@
 use jackdaw::{Durability, Env, Options};
 use std::time::Instant;
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
+    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     let dir = std::path::PathBuf::from("target/seqfill");
     let _ = std::fs::remove_dir_all(&dir);
     let val = vec![7u8; 100];
@@ -19,12 +16,7 @@ fn main() {
     env.close().unwrap();
     drop(env);
     let el = t.elapsed();
-    println!(
-        "fill-seq {n}: {:.0} ops/s ({:?}); commit {:?}",
-        n as f64 / el.as_secs_f64(),
-        el,
-        st
-    );
+    println!("fill-seq {n}: {:.0} ops/s ({:?}); commit {:?}", n as f64 / el.as_secs_f64(), el, st);
     let env = Env::open(&dir, Options::default()).unwrap();
     let r = env.read().unwrap();
     let tree = r.open_tree("t").unwrap().unwrap();
@@ -36,11 +28,7 @@ fn main() {
         sum += v.len();
     }
     let el = t.elapsed();
-    println!(
-        "read-seq {n}: {:.0} ops/s, touched {} pages",
-        n as f64 / el.as_secs_f64(),
-        r.pages_touched()
-    );
+    println!("read-seq {n}: {:.0} ops/s, touched {} pages", n as f64 / el.as_secs_f64(), r.pages_touched());
     assert_eq!(sum, n as usize * 100);
     drop(r);
     env.check().unwrap();

@@ -3,10 +3,7 @@
 use jackdaw::{Env, Options};
 use std::time::{Duration, Instant};
 fn main() {
-    let txs: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100_000);
+    let txs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = std::path::PathBuf::from("target/seqtx");
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default()).unwrap();
@@ -40,15 +37,20 @@ fn main() {
                 (i + 1) as f64 * 100.0 / t.elapsed().as_secs_f64(),
                 put,
                 commit,
-                env.stats()
-                    .syncs
-                    .iter()
-                    .filter(|(_, n)| *n > 0)
-                    .collect::<Vec<_>>()
+                env.stats().syncs.iter().filter(|(_, n)| *n > 0).collect::<Vec<_>>()
             );
         }
     }
     lat.sort();
     let el = t.elapsed();
-    println!("{txs} tx: {:.0} ops/s; put phase {:?}, commit {:?}; commit p50 {:?} p90 {:?} p99 {:?} max {:?}", (txs * 100) as f64 / el.as_secs_f64(), put, commit, lat[lat.len() / 2], lat[lat.len() * 9 / 10], lat[lat.len() * 99 / 100], lat[lat.len() - 1]);
+    println!(
+        "{txs} tx: {:.0} ops/s; put phase {:?}, commit {:?}; commit p50 {:?} p90 {:?} p99 {:?} max {:?}",
+        (txs * 100) as f64 / el.as_secs_f64(),
+        put,
+        commit,
+        lat[lat.len() / 2],
+        lat[lat.len() * 9 / 10],
+        lat[lat.len() * 99 / 100],
+        lat[lat.len() - 1]
+    );
 }

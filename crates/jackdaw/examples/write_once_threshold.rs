@@ -10,16 +10,11 @@ fn median(mut v: Vec<Duration>) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base = std::env::current_dir()?
-        .join("target")
-        .join(format!("jackdaw-wo-{}", std::process::id()));
+    let base = std::env::current_dir()?.join("target").join(format!("jackdaw-wo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let journaled = Env::open(base.join("j"), Options::default().write_once_min_pages(0))?;
     let once = Env::open(base.join("o"), Options::default().write_once_min_pages(1))?;
-    println!(
-        "{:>6} {:>14} {:>14}",
-        "pages", "journaled µs", "written once µs"
-    );
+    println!("{:>6} {:>14} {:>14}", "pages", "journaled µs", "written once µs");
     for n in [8usize, 16, 32, 64, 128, 256, 1024] {
         let (mut tj, mut to) = (Vec::new(), Vec::new());
         for round in 0..30u64 {

@@ -125,10 +125,7 @@ pub(crate) struct MergerThreads {
 
 impl MergerThreads {
     pub(crate) fn start(core: &Arc<Core>) -> Result<MergerThreads> {
-        let merger = Arc::new(Merger {
-            queue: Mutex::new(Queue::default()),
-            cv: Condvar::new(),
-        });
+        let merger = Arc::new(Merger { queue: Mutex::new(Queue::default()), cv: Condvar::new() });
         let (tx, rx) = mpsc::channel::<(Prepared, Vec<SyncSender<Result<()>>>)>();
         let m = merger.clone();
         let committer = std::thread::Builder::new()
@@ -150,10 +147,7 @@ impl MergerThreads {
             .name("jackdaw-merger".into())
             .spawn(move || run(&c, &m, tx))
             .map_err(|e| Error::io("start merger thread", e))?;
-        Ok(MergerThreads {
-            merger,
-            threads: vec![merger_thread, committer],
-        })
+        Ok(MergerThreads { merger, threads: vec![merger_thread, committer] })
     }
 
     pub(crate) fn submit(&self, batch: WriteBatch) -> BatchHandle {
@@ -178,11 +172,7 @@ impl MergerThreads {
     }
 }
 
-fn run(
-    core: &Arc<Core>,
-    m: &Merger,
-    committer: mpsc::Sender<(Prepared, Vec<SyncSender<Result<()>>>)>,
-) {
+fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<SyncSender<Result<()>>>)>) {
     loop {
         {
             let mut q = m.queue.lock();
@@ -283,15 +273,9 @@ fn fail_all(m: &Merger, e: &Error) {
     }
 }
 
-fn tree_for<'a>(
-    tx: &mut WriteTxn,
-    trees: &'a mut HashMap<String, Tree>,
-    name: &str,
-) -> Result<&'a Tree> {
+fn tree_for<'a>(tx: &mut WriteTxn, trees: &'a mut HashMap<String, Tree>, name: &str) -> Result<&'a Tree> {
     if !trees.contains_key(name) {
-        let t = tx
-            .open_tree(name)?
-            .ok_or_else(|| Error::NoSuchTree(name.to_string()))?;
+        let t = tx.open_tree(name)?.ok_or_else(|| Error::NoSuchTree(name.to_string()))?;
         trees.insert(name.to_string(), t);
     }
     Ok(&trees[name])
@@ -310,10 +294,7 @@ fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch
             Op::MultiPut(n, k, v) | Op::MultiDelete(n, k, v) => {
                 let max = max_key_size(ps);
                 if v.len() > max {
-                    return Err(Error::ValueTooLarge {
-                        len: v.len() as u64,
-                        max: max as u64,
-                    });
+                    return Err(Error::ValueTooLarge { len: v.len() as u64, max: max as u64 });
                 }
                 (n, k, true)
             }

@@ -73,13 +73,7 @@ impl Env {
         } else {
             None
         };
-        Ok(Env {
-            handle: Arc::new(Handle {
-                core,
-                flusher: Mutex::new(flusher),
-                merger: Mutex::new(None),
-            }),
-        })
+        Ok(Env { handle: Arc::new(Handle { core, flusher: Mutex::new(flusher), merger: Mutex::new(None) }) })
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -176,27 +170,20 @@ impl Env {
     where
         F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
     {
-        check(
-            self.core(),
-            |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
-                Ok(v) => v,
-                Err(e) => {
-                    problems.push(format!("walking reachable pages: {e}"));
-                    Vec::new()
-                }
-            },
-        )
+        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("walking reachable pages: {e}"));
+                Vec::new()
+            }
+        })
     }
 }
 
 fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Let an active write transaction of another thread finish first (unless this thread holds
     // it: it would wait for itself; that transaction's commit then fails with `Closed`).
-    let writer = if crate::txn::write::held_by_this_thread(core) {
-        None
-    } else {
-        Some(core.writer.lock())
-    };
+    let writer = if crate::txn::write::held_by_this_thread(core) { None } else { Some(core.writer.lock()) };
     if core.closed.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
@@ -205,9 +192,8 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     {
         let mut j = core.journal.lock();
         let prepared = core.prepared.lock().txid;
-        core.journal_cv.wait_while(&mut j, |j| {
-            core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none()
-        });
+        core.journal_cv
+            .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
     }
     if let Some(h) = flusher.lock().take() {
         core.flusher_ctl.lock().stop = true;
@@ -223,10 +209,8 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
 }
 
 fn new_db_id(opts: &Options) -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     xxhash_rust::xxh3::xxh3_64(
         &[
             t.to_le_bytes(),
@@ -241,18 +225,13 @@ fn new_db_id(opts: &Options) -> u64 {
 fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     let ps = opts.page_size as usize;
     let tmp = dir.join(format!("{DATA_FILE}.tmp"));
-    let f = storage
-        .open(&tmp, OpenMode::CreateReadWrite)
-        .ctx("create data file")?;
+    let f = storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create data file")?;
     f.set_len(0).ctx("truncate data file")?;
     let len = grown_len(0, FIRST_FREE_PAGE * ps as u64, ps as u64);
     f.allocate(len).ctx("allocate data file")?;
     let mut pages = vec![0u8; FIRST_FREE_PAGE as usize * ps];
     let db_id = new_db_id(opts);
-    for (pgno, kind) in [
-        (FIRST_BITMAP_PAGE, PageKind::FreeMap),
-        (META_PAGE, PageKind::Meta),
-    ] {
+    for (pgno, kind) in [(FIRST_BITMAP_PAGE, PageKind::FreeMap), (META_PAGE, PageKind::Meta)] {
         let p = &mut pages[pgno as usize * ps..(pgno as usize + 1) * ps];
         page::init(p, pgno, kind);
         page::seal(p, pgno, 0);
@@ -267,50 +246,33 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
             journal_gen: 0,
             journal_offset: 0,
         };
-        pages[rev as usize * ps..rev as usize * ps + crate::data::header::HEADER_LEN]
-            .copy_from_slice(&h.encode());
+        pages[rev as usize * ps..rev as usize * ps + crate::data::header::HEADER_LEN].copy_from_slice(&h.encode());
     }
     f.write_all_at(&pages, 0).ctx("write new data file")?;
     f.sync_all(SyncSite::DataGrow).ctx("sync new data file")?;
-    storage
-        .rename(&tmp, &dir.join(DATA_FILE))
-        .ctx("name data file")?;
-    storage
-        .sync_dir(dir, SyncSite::DbDir)
-        .ctx("sync database directory")?;
+    storage.rename(&tmp, &dir.join(DATA_FILE)).ctx("name data file")?;
+    storage.sync_dir(dir, SyncSite::DbDir).ctx("sync database directory")?;
     Ok(())
 }
 
 fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
-    storage
-        .create_dir_all(dir)
-        .ctx("create database directory")?;
-    let lock = storage
-        .lock(&dir.join(LOCK_FILE))
-        .ctx("lock database")?
-        .ok_or(Error::Locked)?;
+    storage.create_dir_all(dir).ctx("create database directory")?;
+    let lock = storage.lock(&dir.join(LOCK_FILE)).ctx("lock database")?.ok_or(Error::Locked)?;
     let journal_dir = dir.join(journal::DIR);
-    storage
-        .create_dir_all(&journal_dir)
-        .ctx("create journal directory")?;
+    storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
     let data_path = dir.join(DATA_FILE);
     if !storage.exists(&data_path) {
         create(storage.as_ref(), dir, &opts)?;
     }
-    let file = storage
-        .open(&data_path, OpenMode::ReadWrite)
-        .ctx("open data file")?;
+    let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
     let mut header = DataFile::read_headers(file.as_ref())?;
     let ps = header.page_size as usize;
     let flen = file.len().ctx("data file length")?;
     if flen < header.next_page.saturating_mul(ps as u64) {
         return Err(Error::corrupted(
             None,
-            format!(
-                "data file is {flen} bytes, shorter than the {} pages its header records",
-                header.next_page
-            ),
+            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
         ));
     }
     let data = DataFile::open(file, ps)?;
@@ -318,12 +280,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
 
     // Recovery: replay the log after the header into the data file.
     let (end, paths) = recovery::replay(storage.as_ref(), &journal_dir, &header, &data)?;
-    let max_gen = paths
-        .keys()
-        .next_back()
-        .copied()
-        .unwrap_or(0)
-        .max(header.journal_gen);
+    let max_gen = paths.keys().next_back().copied().unwrap_or(0).max(header.journal_gen);
     let new_gen = max_gen + 1;
     if end.records > 0 || new_gen != header.journal_gen + 1 {
         data.sync(SyncSite::DataFlush)?;
@@ -360,10 +317,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         max_gen,
         recyclable,
     );
-    let committed = Committed {
-        txid: header.flushed_txid,
-        next_page: header.next_page,
-    };
+    let committed = Committed { txid: header.flushed_txid, next_page: header.next_page };
     Ok(Core {
         page_size: ps,
         db_id: header.db_id,
@@ -402,10 +356,7 @@ fn load_alloc(data: &DataFile, header: &Header) -> Result<AllocSummary> {
         let pgno = g.bitmap_page(k);
         let p = map.page(pgno)?;
         if page::page_kind(p) != Some(PageKind::FreeMap) {
-            return Err(Error::corrupted(
-                Some(pgno),
-                "free-space bitmap page has another kind",
-            ));
+            return Err(Error::corrupted(Some(pgno), "free-space bitmap page has another kind"));
         }
         let limit = (header.next_page - k * g.section).min(g.section);
         free.push(count_set_bits(p, limit));
@@ -418,20 +369,8 @@ fn stats(core: &Arc<Core>) -> Stats {
     let committed = core.committed();
     let free_pages = core.alloc.lock().total_free();
     let now = core.opts.clock.now();
-    let readers: Vec<(u64, std::time::Duration)> = core
-        .readers
-        .lock()
-        .slots
-        .iter()
-        .flatten()
-        .copied()
-        .collect();
-    let log: Vec<(u64, u64)> = core
-        .txlog
-        .lock()
-        .iter()
-        .map(|t| (t.txid, t.bytes))
-        .collect();
+    let readers: Vec<(u64, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
+    let log: Vec<(u64, u64)> = core.txlog.lock().iter().map(|t| (t.txid, t.bytes)).collect();
     let readers = readers
         .into_iter()
         .map(|(txid, start)| ReaderInfo {
@@ -474,11 +413,7 @@ fn stats(core: &Arc<Core>) -> Stats {
             .iter()
             .map(|s| {
                 let n = Counters::get(&c.syncs[s.index()]);
-                let extra = if *s == SyncSite::DataGrow {
-                    core.data.synced_grow.load(Ordering::Relaxed)
-                } else {
-                    0
-                };
+                let extra = if *s == SyncSite::DataGrow { core.data.synced_grow.load(Ordering::Relaxed) } else { 0 };
                 (s.name(), n + extra)
             })
             .collect(),
@@ -496,9 +431,8 @@ where
     {
         let mut j = core.journal.lock();
         let prepared = core.prepared.lock().txid;
-        core.journal_cv.wait_while(&mut j, |j| {
-            core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none()
-        });
+        core.journal_cv
+            .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
     }
     // And the flusher: the header and the journal files must not move while they are read.
     let flush_state = core.flush_state.lock();
@@ -546,9 +480,7 @@ where
             ));
         }
         if any_set_from(&p, limit) {
-            problems.push(format!(
-                "section {k}: pages past the high-water mark {next_page} are marked free"
-            ));
+            problems.push(format!("section {k}: pages past the high-water mark {next_page} are marked free"));
         }
         for i in 0..limit {
             let (byte, mask) = g.bit(k * g.section + i);
@@ -557,9 +489,7 @@ where
             }
         }
     }
-    for fixed in [FIRST_BITMAP_PAGE, META_PAGE]
-        .into_iter()
-        .chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k)))
+    for fixed in [FIRST_BITMAP_PAGE, META_PAGE].into_iter().chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k)))
     {
         if free_set.contains(&fixed) {
             problems.push(format!("page {fixed} (a fixed page) is marked free"));
@@ -610,9 +540,9 @@ where
     }
     // 5. The journal chain after the header.
     let durable = core.journal.lock().durable_txid();
-    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir, false).and_then(|paths| {
-        recovery::scan(core.opts.storage.as_ref(), &paths, &header, |_, _| Ok(()))
-    }) {
+    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir, false)
+        .and_then(|paths| recovery::scan(core.opts.storage.as_ref(), &paths, &header, |_, _| Ok(())))
+    {
         Ok(end) => {
             report.journal_records = end.records;
             if end.last_txid < durable {
@@ -628,10 +558,7 @@ where
     if problems.is_empty() {
         Ok(report)
     } else {
-        Err(Error::Corrupted {
-            page: None,
-            reason: problems.join("\n"),
-        })
+        Err(Error::Corrupted { page: None, reason: problems.join("\n") })
     }
 }
 

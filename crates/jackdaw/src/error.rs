@@ -12,10 +12,7 @@ use std::sync::Arc;
 pub enum Error {
     /// An operating-system I/O call failed (the call site is named).
     #[error("I/O error during {op}: {source}")]
-    Io {
-        op: &'static str,
-        source: Arc<io::Error>,
-    },
+    Io { op: &'static str, source: Arc<io::Error> },
     /// Data read from disk failed a check. `page` is the page number when one is known; `check()`
     /// reports every problem it found in `reason`, one per line.
     #[error("database corrupted (page {page:?}): {reason}")]
@@ -68,16 +65,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(op: &'static str, e: io::Error) -> Error {
-        Error::Io {
-            op,
-            source: Arc::new(e),
-        }
+        Error::Io { op, source: Arc::new(e) }
     }
     pub(crate) fn corrupted(page: Option<u64>, reason: impl Into<String>) -> Error {
-        Error::Corrupted {
-            page,
-            reason: reason.into(),
-        }
+        Error::Corrupted { page, reason: reason.into() }
     }
     /// True for `Io` errors that say the disk is full.
     pub fn is_disk_full(&self) -> bool {

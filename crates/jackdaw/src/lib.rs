@@ -22,18 +22,13 @@ mod tree;
 mod txn;
 
 pub use api::catalog::max_tree_name;
-pub use api::{
-    Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange,
-    WriteTxn,
-};
+pub use api::{Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn};
 pub use batch::{BatchHandle, WriteBatch};
 pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
 pub use error::{Error, Result};
-pub use options::{
-    Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock,
-};
+pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
 pub use stats::{CheckReport, CommitStats, ReaderInfo, Stats};
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;

@@ -55,9 +55,7 @@ pub struct SystemClock {
 
 impl Default for SystemClock {
     fn default() -> Self {
-        SystemClock {
-            origin: Instant::now(),
-        }
+        SystemClock { origin: Instant::now() }
     }
 }
 
@@ -203,9 +201,7 @@ impl Options {
     pub(crate) fn validate(&self) -> crate::Result<()> {
         let ps = self.page_size;
         if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
-            return Err(crate::Error::Invalid(format!(
-                "page size {ps} is not a power of two in 4096..=65536"
-            )));
+            return Err(crate::Error::Invalid(format!("page size {ps} is not a power of two in 4096..=65536")));
         }
         Ok(())
     }

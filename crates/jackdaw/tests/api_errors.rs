@@ -53,18 +53,12 @@ fn is_key_too_large<T: std::fmt::Debug>(r: jackdaw::Result<T>, len: usize) {
 
 #[track_caller]
 fn is_no_such<T: std::fmt::Debug>(r: jackdaw::Result<T>, what: &str) {
-    assert!(
-        matches!(r, Err(Error::NoSuchTree(_))),
-        "{what}: expected NoSuchTree, got {r:?}"
-    );
+    assert!(matches!(r, Err(Error::NoSuchTree(_))), "{what}: expected NoSuchTree, got {r:?}");
 }
 
 #[track_caller]
 fn is_invalid<T: std::fmt::Debug>(r: jackdaw::Result<T>, what: &str) {
-    assert!(
-        matches!(r, Err(Error::Invalid(_))),
-        "{what}: expected Invalid, got {r:?}"
-    );
+    assert!(matches!(r, Err(Error::Invalid(_))), "{what}: expected Invalid, got {r:?}");
 }
 
 /// A reader that must never be read.
@@ -102,10 +96,7 @@ fn oversized_key_is_rejected_by_put_put_reader_and_tree_names() {
     let max_name = jackdaw::max_tree_name(4096);
     assert_eq!(max_name, 1953);
     let long_name = "n".repeat(max_name + 1);
-    for r in [
-        tx.create_tree(&long_name).map(|_| ()),
-        tx.rename_tree("t", &long_name),
-    ] {
+    for r in [tx.create_tree(&long_name).map(|_| ()), tx.rename_tree("t", &long_name)] {
         match r {
             Err(Error::KeyTooLarge { len, max }) => {
                 assert_eq!((len, max), (max_name + 1, max_name))
@@ -118,15 +109,9 @@ fn oversized_key_is_rejected_by_put_put_reader_and_tree_names() {
     tx.commit().unwrap();
     let e = entries(&env, &t);
     assert_eq!(e.len(), 2);
-    assert!(
-        e[0].0 == vec![7u8; MAX_KEY] && e[0].1 == b"max",
-        "the largest key is stored"
-    );
+    assert!(e[0].0 == vec![7u8; MAX_KEY] && e[0].1 == b"max", "the largest key is stored");
     assert_eq!(e[1], (b"k1".to_vec(), b"v1".to_vec()));
-    assert_eq!(
-        env.read().unwrap().list_trees().unwrap(),
-        vec!["t".to_string()]
-    );
+    assert_eq!(env.read().unwrap().list_trees().unwrap(), vec!["t".to_string()]);
     env.check().unwrap();
 }
 
@@ -149,10 +134,7 @@ fn oversized_key_on_get_and_delete_finds_nothing() {
     tx.commit().unwrap();
     let r = env.read().unwrap();
     none_or_too_large(r.get(&t, &big).map(|o| o.is_some()), "ReadTxn::get");
-    none_or_too_large(
-        r.get_reader(&t, &big).map(|o| o.is_some()),
-        "ReadTxn::get_reader",
-    );
+    none_or_too_large(r.get_reader(&t, &big).map(|o| o.is_some()), "ReadTxn::get_reader");
     assert_eq!(entries(&env, &t), vec![(b"k1".to_vec(), b"v1".to_vec())]);
     drop(r);
     env.check().unwrap();
@@ -169,10 +151,7 @@ fn oversized_value_is_rejected_before_reading_it() {
         }
         other => panic!("expected ValueTooLarge, got {other:?}"),
     }
-    assert!(matches!(
-        tx.put_reader(&t, b"big", u64::MAX, Untouchable),
-        Err(Error::ValueTooLarge { .. })
-    ));
+    assert!(matches!(tx.put_reader(&t, b"big", u64::MAX, Untouchable), Err(Error::ValueTooLarge { .. })));
     assert!(tx.get(&t, b"big").unwrap().is_none());
     tx.commit().unwrap();
     assert_eq!(entries(&env, &t).len(), 1);
@@ -186,10 +165,7 @@ fn short_reader_fails_put_reader_with_io_error() {
     let mut tx = env.write().unwrap();
     // Inline-sized value.
     let r = tx.put_reader(&t, b"small", 100, &[1u8; 10][..]);
-    assert!(
-        matches!(r, Err(Error::Io { .. })),
-        "short inline value: {r:?}"
-    );
+    assert!(matches!(r, Err(Error::Io { .. })), "short inline value: {r:?}");
     assert!(tx.get(&t, b"small").unwrap().is_none());
     tx.commit().unwrap();
     assert_eq!(entries(&env, &t), vec![(b"k1".to_vec(), b"v1".to_vec())]);
@@ -206,10 +182,7 @@ fn failed_streamed_put_reader_breaks_the_transaction() {
     let before = entries(&env, &t);
     let mut tx = env.write().unwrap();
     let r = tx.put_reader(&t, b"k", 10_000, &[1u8; 5000][..]);
-    assert!(
-        matches!(r, Err(Error::Io { .. })),
-        "short streamed value: {r:?}"
-    );
+    assert!(matches!(r, Err(Error::Io { .. })), "short streamed value: {r:?}");
     assert!(matches!(tx.put(&t, b"x", b"y"), Err(Error::Invalid(_))));
     assert!(matches!(tx.commit(), Err(Error::Invalid(_))));
     assert_eq!(entries(&env, &t), before);
@@ -235,14 +208,8 @@ fn deleted_tree_handle_is_no_such_tree_everywhere() {
     is_no_such(tx.get(&t, b"k1"), "WriteTxn::get, same txn");
     is_no_such(tx.put(&t, b"k", b"v"), "WriteTxn::put, same txn");
     is_no_such(tx.delete(&t, b"k1"), "WriteTxn::delete, same txn");
-    is_no_such(
-        tx.range::<[u8], _>(&t, ..).map(|_| ()),
-        "WriteTxn::range, same txn",
-    );
-    is_no_such(
-        tx.prefix(&t, b"k").map(|_| ()),
-        "WriteTxn::prefix, same txn",
-    );
+    is_no_such(tx.range::<[u8], _>(&t, ..).map(|_| ()), "WriteTxn::range, same txn");
+    is_no_such(tx.prefix(&t, b"k").map(|_| ()), "WriteTxn::prefix, same txn");
     is_no_such(tx.cursor(&t).map(|_| ()), "WriteTxn::cursor, same txn");
     is_no_such(tx.tree_stats(&t), "WriteTxn::tree_stats, same txn");
     tx.commit().unwrap();
@@ -250,32 +217,20 @@ fn deleted_tree_handle_is_no_such_tree_everywhere() {
     let mut tx = env.write().unwrap();
     is_no_such(tx.get(&t, b"k1"), "WriteTxn::get");
     is_no_such(tx.put(&t, b"k", b"v"), "WriteTxn::put");
-    is_no_such(
-        tx.put_reader(&t, b"k", 3, &b"abc"[..]),
-        "WriteTxn::put_reader (inline)",
-    );
-    is_no_such(
-        tx.put_reader(&t, b"k", 50_000, Untouchable),
-        "WriteTxn::put_reader (overflow)",
-    );
+    is_no_such(tx.put_reader(&t, b"k", 3, &b"abc"[..]), "WriteTxn::put_reader (inline)");
+    is_no_such(tx.put_reader(&t, b"k", 50_000, Untouchable), "WriteTxn::put_reader (overflow)");
     is_no_such(tx.delete(&t, b"k1"), "WriteTxn::delete");
     is_no_such(tx.range::<[u8], _>(&t, ..).map(|_| ()), "WriteTxn::range");
     is_no_such(tx.prefix(&t, b"k").map(|_| ()), "WriteTxn::prefix");
     is_no_such(tx.cursor(&t).map(|_| ()), "WriteTxn::cursor");
     is_no_such(tx.tree_stats(&t), "WriteTxn::tree_stats");
-    assert!(
-        !tx.delete_tree("t").unwrap(),
-        "deleting it again finds nothing"
-    );
+    assert!(!tx.delete_tree("t").unwrap(), "deleting it again finds nothing");
     is_no_such(tx.rename_tree("t", "u"), "rename_tree of the deleted name");
     tx.commit().unwrap();
     // In a read transaction.
     let r = env.read().unwrap();
     is_no_such(r.get(&t, b"k1"), "ReadTxn::get");
-    is_no_such(
-        r.get_reader(&t, b"k1").map(|o| o.is_some()),
-        "ReadTxn::get_reader",
-    );
+    is_no_such(r.get_reader(&t, b"k1").map(|o| o.is_some()), "ReadTxn::get_reader");
     is_no_such(r.range::<[u8], _>(&t, ..).map(|_| ()), "ReadTxn::range");
     is_no_such(r.prefix(&t, b"k").map(|_| ()), "ReadTxn::prefix");
     is_no_such(r.cursor(&t).map(|_| ()), "ReadTxn::cursor");
@@ -290,10 +245,7 @@ fn deleted_tree_handle_is_no_such_tree_everywhere() {
     is_no_such(tx.get(&t, b"k1"), "old handle after re-creation");
     assert!(tx.get(&t2, b"k1").unwrap().is_none());
     tx.commit().unwrap();
-    is_no_such(
-        env.read().unwrap().get(&t, b"k1"),
-        "old handle after re-creation, ReadTxn",
-    );
+    is_no_such(env.read().unwrap().get(&t, b"k1"), "old handle after re-creation, ReadTxn");
     env.check().unwrap();
 }
 
@@ -315,29 +267,17 @@ fn rename_errors() {
         Err(Error::NoSuchTree(n)) => assert_eq!(n, "missing"),
         other => panic!("rename of a missing tree: {other:?}"),
     }
-    is_no_such(
-        tx.rename_tree("missing", "u"),
-        "rename of a missing tree onto an existing one",
-    );
-    is_no_such(
-        tx.rename_tree("missing", "missing"),
-        "rename of a missing tree onto itself",
-    );
+    is_no_such(tx.rename_tree("missing", "u"), "rename of a missing tree onto an existing one");
+    is_no_such(tx.rename_tree("missing", "missing"), "rename of a missing tree onto itself");
     // Nothing moved.
-    assert_eq!(
-        tx.list_trees().unwrap(),
-        vec!["t".to_string(), "u".to_string()]
-    );
+    assert_eq!(tx.list_trees().unwrap(), vec!["t".to_string(), "u".to_string()]);
     assert_eq!(tx.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     assert_eq!(tx.get(&u, b"ku").unwrap().unwrap().as_ref(), b"vu");
     // Renaming onto itself is a no-op.
     tx.rename_tree("t", "t").unwrap();
     tx.commit().unwrap();
     let r = env.read().unwrap();
-    assert_eq!(
-        r.list_trees().unwrap(),
-        vec!["t".to_string(), "u".to_string()]
-    );
+    assert_eq!(r.list_trees().unwrap(), vec!["t".to_string(), "u".to_string()]);
     assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     drop(r);
     env.check().unwrap();
@@ -362,43 +302,21 @@ fn tree_of_the_other_kind_is_wrong_tree_kind() {
     let m = tx.create_multi_tree("m").unwrap();
     assert!(m.is_multi() && !t.is_multi());
     tx.multi_put(&m, b"k", b"a").unwrap();
-    let wrong = |r: jackdaw::Result<()>, what: &str| {
-        assert!(matches!(r, Err(Error::WrongTreeKind(_))), "{what}: {r:?}")
-    };
+    let wrong =
+        |r: jackdaw::Result<()>, what: &str| assert!(matches!(r, Err(Error::WrongTreeKind(_))), "{what}: {r:?}");
     wrong(tx.put(&m, b"k", b"v"), "put on a multi-value tree");
     wrong(tx.get(&m, b"k").map(|_| ()), "get on a multi-value tree");
-    wrong(
-        tx.delete(&m, b"k").map(|_| ()),
-        "delete on a multi-value tree",
-    );
-    wrong(
-        tx.multi_put(&t, b"k", b"v").map(|_| ()),
-        "multi_put on a plain tree",
-    );
-    wrong(
-        tx.multi_get(&t, b"k").map(|_| ()),
-        "multi_get on a plain tree",
-    );
-    wrong(
-        tx.create_tree("m").map(|_| ()),
-        "create_tree of a multi-value name",
-    );
-    wrong(
-        tx.create_multi_tree("t").map(|_| ()),
-        "create_multi_tree of a plain name",
-    );
+    wrong(tx.delete(&m, b"k").map(|_| ()), "delete on a multi-value tree");
+    wrong(tx.multi_put(&t, b"k", b"v").map(|_| ()), "multi_put on a plain tree");
+    wrong(tx.multi_get(&t, b"k").map(|_| ()), "multi_get on a plain tree");
+    wrong(tx.create_tree("m").map(|_| ()), "create_tree of a multi-value name");
+    wrong(tx.create_multi_tree("t").map(|_| ()), "create_multi_tree of a plain name");
     // A multi-value tree's values are keys of a nested tree: limited like keys.
-    assert!(matches!(
-        tx.multi_put(&m, b"k", vec![0u8; MAX_KEY + 1]),
-        Err(Error::ValueTooLarge { .. })
-    ));
+    assert!(matches!(tx.multi_put(&m, b"k", vec![0u8; MAX_KEY + 1]), Err(Error::ValueTooLarge { .. })));
     tx.commit().unwrap();
     let r = env.read().unwrap();
     assert!(matches!(r.get(&m, b"k"), Err(Error::WrongTreeKind(_))));
-    assert!(matches!(
-        r.multi_get(&t, b"k").map(|_| ()),
-        Err(Error::WrongTreeKind(_))
-    ));
+    assert!(matches!(r.multi_get(&t, b"k").map(|_| ()), Err(Error::WrongTreeKind(_))));
     assert_eq!(r.multi_count(&m, b"k").unwrap(), 1);
     drop(r);
     env.check().unwrap();
@@ -413,26 +331,11 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
     let r = env.read().unwrap();
     let other = env.clone();
     other.close().unwrap();
-    assert!(
-        matches!(env.write().map(|_| ()), Err(Error::Closed)),
-        "write after close"
-    );
-    assert!(
-        matches!(env.try_write().map(|_| ()), Err(Error::Closed)),
-        "try_write after close"
-    );
-    assert!(
-        matches!(env.read().map(|_| ()), Err(Error::Closed)),
-        "read after close"
-    );
-    assert!(
-        matches!(other.read().map(|_| ()), Err(Error::Closed)),
-        "read on the closing clone"
-    );
-    assert!(
-        matches!(env.flush(), Err(Error::Closed)),
-        "flush after close"
-    );
+    assert!(matches!(env.write().map(|_| ()), Err(Error::Closed)), "write after close");
+    assert!(matches!(env.try_write().map(|_| ()), Err(Error::Closed)), "try_write after close");
+    assert!(matches!(env.read().map(|_| ()), Err(Error::Closed)), "read after close");
+    assert!(matches!(other.read().map(|_| ()), Err(Error::Closed)), "read on the closing clone");
+    assert!(matches!(env.flush(), Err(Error::Closed)), "flush after close");
     other.close().unwrap(); // idempotent
                             // The snapshot taken before the close keeps reading.
     assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
@@ -448,22 +351,13 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
 #[test]
 fn second_open_is_locked() {
     let (dir, env) = open("err-locked");
-    assert!(matches!(
-        Env::open(&dir, test_opts()).map(|_| ()),
-        Err(Error::Locked)
-    ));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)));
     let clone = env.clone();
     drop(env);
-    assert!(
-        matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)),
-        "a clone keeps the lock"
-    );
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)), "a clone keeps the lock");
     drop(clone);
     let env = Env::open(&dir, test_opts()).unwrap();
-    assert!(matches!(
-        Env::open(&dir, test_opts()).map(|_| ()),
-        Err(Error::Locked)
-    ));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)));
     env.check().unwrap();
 }
 
@@ -475,20 +369,10 @@ fn try_write_while_a_writer_is_active_is_busy() {
     assert!(matches!(env.try_write().map(|_| ()), Err(Error::Busy(_))));
     let e2 = env.clone();
     let from_thread =
-        std::thread::spawn(move || matches!(e2.try_write().map(|_| ()), Err(Error::Busy(_))))
-            .join()
-            .unwrap();
+        std::thread::spawn(move || matches!(e2.try_write().map(|_| ()), Err(Error::Busy(_)))).join().unwrap();
     assert!(from_thread, "try_write from another thread");
     // Readers are never blocked.
-    assert_eq!(
-        env.read()
-            .unwrap()
-            .get(&t, b"k1")
-            .unwrap()
-            .unwrap()
-            .as_ref(),
-        b"v1"
-    );
+    assert_eq!(env.read().unwrap().get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     tx.commit().unwrap();
     let tx = env.try_write().unwrap();
     drop(tx); // abort
@@ -505,10 +389,7 @@ fn tree_handle_of_another_env_is_invalid() {
     let mut tx = b.write().unwrap();
     is_invalid(tx.get(&ta, b"k1"), "WriteTxn::get");
     is_invalid(tx.put(&ta, b"k", b"v"), "WriteTxn::put");
-    is_invalid(
-        tx.put_reader(&ta, b"k", 50_000, Untouchable),
-        "WriteTxn::put_reader",
-    );
+    is_invalid(tx.put_reader(&ta, b"k", 50_000, Untouchable), "WriteTxn::put_reader");
     is_invalid(tx.delete(&ta, b"k1"), "WriteTxn::delete");
     is_invalid(tx.range::<[u8], _>(&ta, ..).map(|_| ()), "WriteTxn::range");
     is_invalid(tx.tree_stats(&ta), "WriteTxn::tree_stats");
@@ -520,10 +401,7 @@ fn tree_handle_of_another_env_is_invalid() {
     is_invalid(r.cursor(&ta).map(|_| ()), "ReadTxn::cursor");
     // Each handle still works in its own Env.
     assert_eq!(r.get(&tb, b"k1").unwrap().unwrap().as_ref(), b"v1");
-    assert_eq!(
-        a.read().unwrap().get(&ta, b"k1").unwrap().unwrap().as_ref(),
-        b"v1"
-    );
+    assert_eq!(a.read().unwrap().get(&ta, b"k1").unwrap().unwrap().as_ref(), b"v1");
     drop(r);
     a.check().unwrap();
     b.check().unwrap();
@@ -532,18 +410,9 @@ fn tree_handle_of_another_env_is_invalid() {
 #[test]
 fn bad_options_and_raw_page_arguments_are_invalid() {
     let dir = TmpDir(tmpdir("err-options"));
-    is_invalid(
-        Env::open(&dir, Options::default().page_size(1000)).map(|_| ()),
-        "page size 1000",
-    );
-    is_invalid(
-        Env::open(&dir, Options::default().page_size(6000)).map(|_| ()),
-        "page size 6000",
-    );
-    is_invalid(
-        Env::open(&dir, Options::default().page_size(1 << 17)).map(|_| ()),
-        "page size 128 KiB",
-    );
+    is_invalid(Env::open(&dir, Options::default().page_size(1000)).map(|_| ()), "page size 1000");
+    is_invalid(Env::open(&dir, Options::default().page_size(6000)).map(|_| ()), "page size 6000");
+    is_invalid(Env::open(&dir, Options::default().page_size(1 << 17)).map(|_| ()), "page size 128 KiB");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let end = tx.next_page();
@@ -562,11 +431,7 @@ fn bad_options_and_raw_page_arguments_are_invalid() {
 #[test]
 fn pinned_page_versions_over_the_cap_refuse_new_writers() {
     let dir = TmpDir(tmpdir("err-pinned"));
-    let env = Env::open(
-        &dir,
-        test_opts().max_pinned_bytes(1).flusher(FlusherMode::Manual),
-    )
-    .unwrap();
+    let env = Env::open(&dir, test_opts().max_pinned_bytes(1).flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.put(&t, b"a", b"1").unwrap();
@@ -576,19 +441,13 @@ fn pinned_page_versions_over_the_cap_refuse_new_writers() {
     tx.put(&t, b"a", b"2").unwrap();
     tx.commit().unwrap();
     match env.write().map(|_| ()) {
-        Err(Error::PinnedLimit {
-            pinned_bytes,
-            cap_bytes,
-        }) => assert!(pinned_bytes > cap_bytes && cap_bytes == 1),
+        Err(Error::PinnedLimit { pinned_bytes, cap_bytes }) => assert!(pinned_bytes > cap_bytes && cap_bytes == 1),
         other => panic!("a writer while an old reader pins versions: {other:?}"),
     }
     assert_eq!(r.get(&t, b"a").unwrap().unwrap().as_ref(), b"1");
     drop(r);
     env.write().unwrap().commit().unwrap();
-    assert_eq!(
-        env.read().unwrap().get(&t, b"a").unwrap().unwrap().as_ref(),
-        b"2"
-    );
+    assert_eq!(env.read().unwrap().get(&t, b"a").unwrap().unwrap().as_ref(), b"2");
     env.check().unwrap();
 }
 
@@ -602,22 +461,10 @@ fn missing_keys_and_empty_trees_read_as_none() {
     let e = tx.create_tree("empty").unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.put(&t, b"b", b"1").unwrap();
-    assert!(
-        tx.get(&e, b"k").unwrap().is_none(),
-        "get on an empty tree, same txn"
-    );
-    assert!(
-        tx.get(&e, b"").unwrap().is_none(),
-        "get of the empty key on an empty tree"
-    );
-    assert!(
-        tx.get(&t, b"a").unwrap().is_none() && tx.get(&t, b"c").unwrap().is_none(),
-        "missing keys"
-    );
-    assert!(
-        !tx.delete(&e, b"k").unwrap() && !tx.delete(&t, b"zz").unwrap(),
-        "delete of missing keys"
-    );
+    assert!(tx.get(&e, b"k").unwrap().is_none(), "get on an empty tree, same txn");
+    assert!(tx.get(&e, b"").unwrap().is_none(), "get of the empty key on an empty tree");
+    assert!(tx.get(&t, b"a").unwrap().is_none() && tx.get(&t, b"c").unwrap().is_none(), "missing keys");
+    assert!(!tx.delete(&e, b"k").unwrap() && !tx.delete(&t, b"zz").unwrap(), "delete of missing keys");
     assert!(tx.open_tree("nope").unwrap().is_none());
     assert!(!tx.delete_tree("nope").unwrap());
     assert_eq!(tx.range::<[u8], _>(&e, ..).unwrap().count(), 0);
@@ -625,35 +472,20 @@ fn missing_keys_and_empty_trees_read_as_none() {
     tx.commit().unwrap();
     let r = env.read().unwrap();
     assert!(r.get(&e, b"k").unwrap().is_none(), "get on an empty tree");
+    assert!(r.get_reader(&e, b"k").unwrap().is_none(), "get_reader on an empty tree");
     assert!(
-        r.get_reader(&e, b"k").unwrap().is_none(),
-        "get_reader on an empty tree"
-    );
-    assert!(
-        r.get(&t, b"a").unwrap().is_none()
-            && r.get(&t, b"bb").unwrap().is_none()
-            && r.get(&t, b"").unwrap().is_none()
+        r.get(&t, b"a").unwrap().is_none() && r.get(&t, b"bb").unwrap().is_none() && r.get(&t, b"").unwrap().is_none()
     );
     assert!(r.get_reader(&t, b"a").unwrap().is_none());
     assert_eq!(r.tree_stats(&e).unwrap().entries, 0);
     assert_eq!(r.range::<[u8], _>(&e, ..).unwrap().count(), 0);
-    assert_eq!(
-        r.range::<[u8], _>(&e, ..)
-            .unwrap()
-            .next_back()
-            .map(|x| x.is_ok()),
-        None
-    );
+    assert_eq!(r.range::<[u8], _>(&e, ..).unwrap().next_back().map(|x| x.is_ok()), None);
     assert_eq!(r.prefix(&e, b"").unwrap().count(), 0);
     let mut c = r.cursor(&e).unwrap();
     c.first().unwrap();
     assert!(c.current().unwrap().is_none());
     c.seek(b"a").unwrap();
-    assert!(
-        c.current().unwrap().is_none()
-            && c.next().unwrap().is_none()
-            && c.prev().unwrap().is_none()
-    );
+    assert!(c.current().unwrap().is_none() && c.next().unwrap().is_none() && c.prev().unwrap().is_none());
     assert!(r.open_tree("nope").unwrap().is_none());
     drop(r);
     env.check().unwrap();
@@ -680,22 +512,13 @@ fn regression_handle_of_aborted_create_never_aliases_a_later_tree() {
     let real = tx.create_tree("real").unwrap();
     tx.put(&real, b"k", b"v").unwrap();
     let got = tx.get(&ghost, b"k");
-    assert!(
-        matches!(got, Err(Error::NoSuchTree(_))),
-        "handle of an aborted create, write txn: {got:?}"
-    );
+    assert!(matches!(got, Err(Error::NoSuchTree(_))), "handle of an aborted create, write txn: {got:?}");
     // Writes through it must not land in "real".
     let _ = tx.put(&ghost, b"k2", b"x");
-    assert!(
-        tx.get(&real, b"k2").unwrap().is_none(),
-        "a write through the dead handle landed in another tree"
-    );
+    assert!(tx.get(&real, b"k2").unwrap().is_none(), "a write through the dead handle landed in another tree");
     tx.commit().unwrap();
     let got = env.read().unwrap().get(&ghost, b"k");
-    assert!(
-        matches!(got, Err(Error::NoSuchTree(_))),
-        "handle of an aborted create, read txn: {got:?}"
-    );
+    assert!(matches!(got, Err(Error::NoSuchTree(_))), "handle of an aborted create, read txn: {got:?}");
 }
 
 /// Regression (fixed engine bug): tree names are accepted up to `max_key_size` (2,001 bytes at 4 KiB pages), but a
@@ -721,10 +544,7 @@ fn regression_tree_names_longer_than_1953_bytes_are_rejected() {
         Err(e) => {
             let _ = tx.commit();
             let check = env.check().map(|_| ());
-            panic!(
-                "create_tree of a {}-byte name: {e:?}; check() after committing: {check:?}",
-                name.len()
-            );
+            panic!("create_tree of a {}-byte name: {e:?}; check() after committing: {check:?}", name.len());
         }
     }
     tx.commit().unwrap();

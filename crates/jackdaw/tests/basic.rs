@@ -18,10 +18,7 @@ fn commit_read_reopen() {
     drop(r);
     check_pages(&env, pages.clone());
     let s = env.stats();
-    assert_eq!(
-        s.journal_io, "O_DIRECT|O_DSYNC",
-        "tests run on the real disk: {s:?}"
-    );
+    assert_eq!(s.journal_io, "O_DIRECT|O_DSYNC", "tests run on the real disk: {s:?}");
     assert_eq!(s.journal_direct_writes, 1);
     env.close().unwrap();
     drop(env);
@@ -118,11 +115,7 @@ fn snapshot_sees_its_version_across_commits_and_flushes() {
     let t = std::thread::spawn(move || read_value(&old, a));
     assert_eq!(t.join().unwrap(), 0);
     env.flush().unwrap();
-    assert_eq!(
-        env.stats().scratch_bytes,
-        0,
-        "everything flushed once the reader is gone"
-    );
+    assert_eq!(env.stats().scratch_bytes, 0, "everything flushed once the reader is gone");
     assert_eq!(read_value(&env.read().unwrap(), a), 50);
     check_pages(&env, [a]);
 }
@@ -154,23 +147,9 @@ fn freed_pages_are_reused_and_old_readers_keep_old_content() {
 #[test]
 fn durability_modes_and_overrides() {
     let dir = tmpdir("modes");
-    let env = Env::open(
-        &dir,
-        test_opts()
-            .durability(Durability::None)
-            .flusher(FlusherMode::Manual),
-    )
-    .unwrap();
+    let env = Env::open(&dir, test_opts().durability(Durability::None).flusher(FlusherMode::Manual)).unwrap();
     let mut pages = Vec::new();
-    for (i, d) in [
-        Durability::None,
-        Durability::Buffered,
-        Durability::None,
-        Durability::Sync,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, d) in [Durability::None, Durability::Buffered, Durability::None, Durability::Sync].into_iter().enumerate() {
         let mut tx = env.write().unwrap();
         tx.set_durability(d);
         pages.push(alloc(&mut tx, i as u64));
@@ -223,10 +202,7 @@ fn many_commits_rotate_and_recycle_journal_files() {
 #[test]
 fn options_are_validated() {
     let dir = tmpdir("opts");
-    assert!(matches!(
-        Env::open(&dir, Options::default().page_size(1000)),
-        Err(Error::Invalid(_))
-    ));
+    assert!(matches!(Env::open(&dir, Options::default().page_size(1000)), Err(Error::Invalid(_))));
     let env = Env::open(&dir, test_opts().page_size(16384)).unwrap();
     assert_eq!(env.stats().page_size, 16384);
     drop(env);
@@ -240,22 +216,14 @@ fn big_sync_commit_writes_pages_once_and_recovers() {
     use jackdaw::storage::MemStorage;
     use std::sync::Arc;
     let mem = MemStorage::new();
-    let opts = || {
-        test_opts()
-            .storage(Arc::new(mem.clone()))
-            .flusher(FlusherMode::Manual)
-            .write_once_min_pages(16)
-    };
+    let opts = || test_opts().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual).write_once_min_pages(16);
     let dir = std::path::PathBuf::from("/wo");
     let env = Env::open(&dir, opts()).unwrap();
     let mut tx = env.write().unwrap();
     let pages: Vec<u64> = (0..100).map(|i| alloc(&mut tx, i)).collect();
     let st = tx.commit().unwrap();
     assert_eq!(st.written_once_pages, 100);
-    assert!(
-        st.journal_bytes_written <= 8192,
-        "only checksums are journaled: {st:?}"
-    );
+    assert!(st.journal_bytes_written <= 8192, "only checksums are journaled: {st:?}");
     // A small follow-up commit modifies one of them through the journal.
     let mut tx = env.write().unwrap();
     fill(&mut tx, pages[5], 500);
@@ -312,12 +280,7 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let r = env.read().unwrap();
                     let p = r.page(a).unwrap();
-                    assert_eq!(
-                        jackdaw::page_txid(&p),
-                        r.txid(),
-                        "snapshot {} read another version",
-                        r.txid()
-                    );
+                    assert_eq!(jackdaw::page_txid(&p), r.txid(), "snapshot {} read another version", r.txid());
                     n += 1;
                 }
                 n

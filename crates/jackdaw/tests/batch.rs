@@ -22,11 +22,7 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
                 for b in 0..per {
                     let mut batch = WriteBatch::new();
                     for i in 0..10u32 {
-                        batch.put(
-                            "t",
-                            format!("{th:02}-{b:06}-{i:02}"),
-                            format!("{th}:{b}:{i}"),
-                        );
+                        batch.put("t", format!("{th:02}-{b:06}-{i:02}"), format!("{th}:{b}:{i}"));
                     }
                     // The batch's position in the thread's sequence, to check the order later.
                     batch.put("t", format!("last-{th:02}"), b.to_be_bytes());
@@ -46,17 +42,10 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
                 for th in 0..threads {
                     if let Some(v) = r.get(&t, format!("last-{th:02}")).unwrap() {
                         let b = u32::from_be_bytes(v.as_ref().try_into().unwrap());
-                        assert!(
-                            b >= last[th as usize],
-                            "thread {th}: batch {b} visible after {}",
-                            last[th as usize]
-                        );
+                        assert!(b >= last[th as usize], "thread {th}: batch {b} visible after {}", last[th as usize]);
                         // Every put of an acknowledged-order batch is there, all of it.
                         for i in 0..10u32 {
-                            assert!(r
-                                .get(&t, format!("{th:02}-{b:06}-{i:02}"))
-                                .unwrap()
-                                .is_some());
+                            assert!(r.get(&t, format!("{th:02}-{b:06}-{i:02}")).unwrap().is_some());
                         }
                         last[th as usize] = b;
                     }
@@ -71,10 +60,7 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     reader.join().unwrap();
     let r = env.read().unwrap();
     let t = r.open_tree("t").unwrap().unwrap();
-    assert_eq!(
-        r.tree_stats(&t).unwrap().entries,
-        (threads * per * 10 + threads) as u64
-    );
+    assert_eq!(r.tree_stats(&t).unwrap().entries, (threads * per * 10 + threads) as u64);
     for th in 0..threads {
         let n = r.prefix(&t, format!("{th:02}-")).unwrap().count();
         assert_eq!(n, (per * 10) as usize);
@@ -83,14 +69,8 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     let after = env.stats();
     let writes = after.journal_writes - before.journal_writes;
     let batches = (threads * per) as u64;
-    println!(
-        "{batches} batches in {writes} journal writes ({:.1} batches per write)",
-        batches as f64 / writes as f64
-    );
-    assert!(
-        writes * 4 < batches,
-        "group commit: {writes} journal writes for {batches} batches"
-    );
+    println!("{batches} batches in {writes} journal writes ({:.1} batches per write)", batches as f64 / writes as f64);
+    assert!(writes * 4 < batches, "group commit: {writes} journal writes for {batches} batches");
     env.check().unwrap();
 }
 
@@ -123,11 +103,7 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     let rs: Vec<_> = hs.into_iter().map(|h| h.wait()).collect();
     assert!(rs[0].is_ok());
     assert!(matches!(rs[1], Err(Error::NoSuchTree(_))), "{:?}", rs[1]);
-    assert!(
-        matches!(rs[2], Err(Error::KeyTooLarge { .. })),
-        "{:?}",
-        rs[2]
-    );
+    assert!(matches!(rs[2], Err(Error::KeyTooLarge { .. })), "{:?}", rs[2]);
     assert!(matches!(rs[3], Err(Error::WrongTreeKind(_))), "{:?}", rs[3]);
     let r = env.read().unwrap();
     let t = r.open_tree("t").unwrap().unwrap();

@@ -59,22 +59,12 @@ fn a_512_mib_value_streams_in_and_out_with_little_heap() {
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let mut tx = env.write().unwrap();
-    tx.put_reader(&t, b"big", LEN, Pattern { left: LEN, pos: 0 })
-        .unwrap();
-    println!(
-        "after put_reader: peak {} MiB",
-        (PEAK.load(Ordering::Relaxed) - base) >> 20
-    );
+    tx.put_reader(&t, b"big", LEN, Pattern { left: LEN, pos: 0 }).unwrap();
+    println!("after put_reader: peak {} MiB", (PEAK.load(Ordering::Relaxed) - base) >> 20);
     let st = tx.commit().unwrap();
-    println!(
-        "after commit: peak {} MiB",
-        (PEAK.load(Ordering::Relaxed) - base) >> 20
-    );
+    println!("after commit: peak {} MiB", (PEAK.load(Ordering::Relaxed) - base) >> 20);
     assert!(st.written_once_pages as u64 >= LEN / 4096, "{st:?}");
-    assert!(
-        st.journal_bytes_written < 16 << 20,
-        "the value itself is not journaled: {st:?}"
-    );
+    assert!(st.journal_bytes_written < 16 << 20, "the value itself is not journaled: {st:?}");
     let r = env.read().unwrap();
     let mut rd = r.get_reader(&t, b"big").unwrap().unwrap();
     assert_eq!(rd.remaining(), LEN);
@@ -93,15 +83,9 @@ fn a_512_mib_value_streams_in_and_out_with_little_heap() {
     assert_eq!(pos, LEN);
     drop(rd);
     let peak = PEAK.load(Ordering::Relaxed) - base;
-    println!(
-        "peak heap above baseline while writing and reading 512 MiB: {} MiB",
-        peak >> 20
-    );
+    println!("peak heap above baseline while writing and reading 512 MiB: {} MiB", peak >> 20);
     assert!(peak < 64 << 20, "peak heap {peak} bytes");
-    assert_eq!(
-        r.tree_stats(&t).unwrap().overflow_pages,
-        LEN.div_ceil(4096 - 48)
-    );
+    assert_eq!(r.tree_stats(&t).unwrap().overflow_pages, LEN.div_ceil(4096 - 48));
     drop(r);
     env.check().unwrap();
     // Deleting it frees every page.

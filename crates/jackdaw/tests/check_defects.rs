@@ -126,15 +126,9 @@ fn leaf_for(tx: &WriteTxn, d: &Desc, key: &[u8]) -> u64 {
 fn named(tx: &WriteTxn, name: &str) -> (u64, usize, Desc) {
     let leaf = leaf_for(tx, &root_tree(tx), name.as_bytes());
     let p = page(tx, leaf);
-    let i = (0..count(&p))
-        .find(|&i| leaf_key(&p, i) == name.as_bytes())
-        .expect("tree in the root tree");
+    let i = (0..count(&p)).find(|&i| leaf_key(&p, i) == name.as_bytes()).expect("tree in the root tree");
     let (flags, at, len) = leaf_value(&p, i);
-    assert_eq!(
-        (flags, len),
-        (0, 64),
-        "descriptors are inline 64-byte values"
-    );
+    assert_eq!((flags, len), (0, 64), "descriptors are inline 64-byte values");
     (leaf, at, desc(&p[at..at + 64]))
 }
 
@@ -204,26 +198,16 @@ fn build(name: &str) -> Db {
     // The walk here agrees with the engine's stats.
     let tx = env.write().unwrap();
     let (_, _, d) = named(&tx, "t");
-    assert_eq!(
-        (d.entries, d.depth, d.leaf_pages, d.overflow_pages),
-        (N as u64 + 1, 2, st.leaf_pages, 3)
-    );
+    assert_eq!((d.entries, d.depth, d.leaf_pages, d.overflow_pages), (N as u64 + 1, 2, st.leaf_pages, 3));
     assert_eq!(leaves(&tx, &d).len() as u64, st.leaf_pages);
     drop(tx);
-    Db {
-        _cleanup: TmpDir(dir.clone()),
-        dir,
-        env,
-        t,
-    }
+    Db { _cleanup: TmpDir(dir.clone()), dir, env, t }
 }
 
 /// Whether `reason` names page `pg` ("page 57" or "page Some(57)", not "page 571").
 fn mentions_page(reason: &str, pg: u64) -> bool {
     let whole = |pat: String| {
-        reason
-            .match_indices(&pat)
-            .any(|(i, _)| !reason[i + pat.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        reason.match_indices(&pat).any(|(i, _)| !reason[i + pat.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
     whole(format!("page {pg}")) || reason.contains(&format!("page Some({pg})"))
 }
@@ -236,16 +220,10 @@ fn expect_corrupted(env: &Env, needles: &[&str], pages: &[u64]) -> String {
         Err(Error::Corrupted { reason, .. }) => {
             println!("check(): {reason}");
             for n in needles {
-                assert!(
-                    reason.contains(n),
-                    "check() reason should mention {n:?}:\n{reason}"
-                );
+                assert!(reason.contains(n), "check() reason should mention {n:?}:\n{reason}");
             }
             for &pg in pages {
-                assert!(
-                    mentions_page(&reason, pg),
-                    "check() reason should name page {pg}:\n{reason}"
-                );
+                assert!(mentions_page(&reason, pg), "check() reason should name page {pg}:\n{reason}");
             }
             reason
         }
@@ -326,10 +304,7 @@ fn page_referenced_twice() {
     tx.commit().unwrap();
     let reason = expect_corrupted(&db.env, &["twice"], &[shared]);
     // The child no longer referenced is in use but unreachable.
-    assert!(
-        reason.contains("leaked") && mentions_page(&reason, lost),
-        "{reason}"
-    );
+    assert!(reason.contains("leaked") && mentions_page(&reason, lost), "{reason}");
     read_all(&db);
 }
 
@@ -341,11 +316,7 @@ fn leaked_page() {
     fill(&mut tx, pg, 0xabcd);
     tx.commit().unwrap();
     let reason = expect_corrupted(&db.env, &["leaked"], &[pg]);
-    assert_eq!(
-        reason.lines().count(),
-        1,
-        "only the leak is reported:\n{reason}"
-    );
+    assert_eq!(reason.lines().count(), 1, "only the leak is reported:\n{reason}");
     // Freeing it again makes the database sound.
     let mut tx = db.env.write().unwrap();
     tx.free_page(pg).unwrap();
@@ -385,15 +356,9 @@ fn wrong_entry_count_in_a_descriptor() {
     put_u64(p, at + 16, d.entries + 1);
     tx.commit().unwrap();
     let reason = expect_corrupted(&db.env, &["tree t", "entries"], &[]);
-    assert!(
-        reason.contains(&(d.entries + 1).to_string()) && reason.contains(&d.entries.to_string()),
-        "{reason}"
-    );
+    assert!(reason.contains(&(d.entries + 1).to_string()) && reason.contains(&d.entries.to_string()), "{reason}");
     // The engine's stats show the planted count; reads still work.
-    assert_eq!(
-        db.env.read().unwrap().tree_stats(&db.t).unwrap().entries,
-        d.entries + 1
-    );
+    assert_eq!(db.env.read().unwrap().tree_stats(&db.t).unwrap().entries, d.entries + 1);
     assert!(read_all(&db).iter().all(|r| r.is_ok()));
 }
 
@@ -421,16 +386,9 @@ fn branch_child_of_the_wrong_kind() {
     put_u64(p, at, raw);
     tx.commit().unwrap();
     let reason = expect_corrupted(&db.env, &["should be a Leaf"], &[raw]);
-    assert!(
-        reason.contains("leaked") && mentions_page(&reason, lost),
-        "{reason}"
-    );
+    assert!(reason.contains("leaked") && mentions_page(&reason, lost), "{reason}");
     let res = read_all(&db);
-    assert!(
-        res.iter()
-            .any(|r| matches!(r, Err(Error::Corrupted { .. }))),
-        "reads through the bad child fail"
-    );
+    assert!(res.iter().any(|r| matches!(r, Err(Error::Corrupted { .. }))), "reads through the bad child fail");
 }
 
 #[test]
@@ -456,27 +414,14 @@ fn bad_checksum_in_the_data_file() {
     // Reading the key in that leaf is an error, not a panic and not a wrong answer.
     let r = env.read().unwrap();
     let got = r.get(&t, &k);
-    assert!(
-        matches!(got, Err(Error::Corrupted { .. })),
-        "get of a key in the damaged leaf: {got:?}"
-    );
+    assert!(matches!(got, Err(Error::Corrupted { .. })), "get of a key in the damaged leaf: {got:?}");
     let got = r.get(&t, key(0));
-    assert!(
-        matches!(got, Ok(Some(_))),
-        "a key in another leaf still reads: {got:?}"
-    );
+    assert!(matches!(got, Ok(Some(_))), "a key in another leaf still reads: {got:?}");
     let scan: Vec<_> = r.range::<[u8], _>(&t, ..).unwrap().collect();
-    assert!(
-        scan.iter()
-            .any(|x| matches!(x, Err(Error::Corrupted { .. }))),
-        "a full scan meets the damaged leaf"
-    );
+    assert!(scan.iter().any(|x| matches!(x, Err(Error::Corrupted { .. }))), "a full scan meets the damaged leaf");
     assert!(scan.len() <= N as usize + 1);
     // Still an error on a second look (the bad page is not cached as verified).
-    assert!(matches!(
-        env.read().unwrap().get(&t, &k),
-        Err(Error::Corrupted { .. })
-    ));
+    assert!(matches!(env.read().unwrap().get(&t, &k), Err(Error::Corrupted { .. })));
     drop(r);
     expect_corrupted(&env, &["checksum"], &[leaf]);
 }
@@ -503,23 +448,14 @@ fn overflow_defect(name: &str, damage: impl FnOnce(&mut [u8], u64, u64), needles
         "get of the broken value: {:?}",
         got.map(|o| o.map(|b| b.len()))
     );
-    let mut r = db
-        .env
-        .read()
-        .unwrap()
-        .get_reader(&db.t, b"big")
-        .unwrap()
-        .expect("the key exists");
+    let mut r = db.env.read().unwrap().get_reader(&db.t, b"big").unwrap().expect("the key exists");
     let mut buf = Vec::new();
     assert!(
         std::io::Read::read_to_end(&mut r, &mut buf).is_err() || buf != big_value(),
         "streamed read of the broken value"
     );
     let mut tx = db.env.write().unwrap();
-    assert!(matches!(
-        tx.get(&db.t, b"big"),
-        Err(Error::Corrupted { .. })
-    ));
+    assert!(matches!(tx.get(&db.t, b"big"), Err(Error::Corrupted { .. })));
     assert_eq!(tx.get(&db.t, key(7)).unwrap().unwrap().as_ref(), &[7u8; 40]);
     drop(tx);
 }
@@ -528,21 +464,13 @@ fn overflow_defect(name: &str, damage: impl FnOnce(&mut [u8], u64, u64), needles
 fn overflow_chain_cut_short() {
     // next = 0 on the first page: the chain holds one page of a three-page value, and the other
     // two pages leak.
-    overflow_defect(
-        "chk-ovf-next",
-        |p, _, _| put_u64(p, 32, 0),
-        &["overflow chain", "leaked"],
-    );
+    overflow_defect("chk-ovf-next", |p, _, _| put_u64(p, 32, 0), &["overflow chain", "leaked"]);
 }
 
 #[test]
 fn overflow_chain_with_a_cycle() {
     // next = the page itself: the walk must stop (bounded by the recorded length).
-    overflow_defect(
-        "chk-ovf-cycle",
-        |p, _, first| put_u64(p, 32, first),
-        &["overflow"],
-    );
+    overflow_defect("chk-ovf-cycle", |p, _, first| put_u64(p, 32, first), &["overflow"]);
 }
 
 #[test]
@@ -561,11 +489,7 @@ fn overflow_page_with_a_wrong_length() {
 #[test]
 fn overflow_page_length_past_the_page() {
     // A length larger than a page can hold must be an error, not a slice out of bounds.
-    overflow_defect(
-        "chk-ovf-len-big",
-        |p, _, _| p[40..44].copy_from_slice(&60_000u32.to_le_bytes()),
-        &["overflow"],
-    );
+    overflow_defect("chk-ovf-len-big", |p, _, _| p[40..44].copy_from_slice(&60_000u32.to_le_bytes()), &["overflow"]);
 }
 
 /// The sound database stays sound across reopen, and all the helpers above agree with it.
@@ -574,21 +498,10 @@ fn sound_database_checks_clean() {
     let db = build("chk-sound");
     assert!(read_all(&db).iter().all(|r| r.is_ok()));
     let report = db.env.check().unwrap();
-    assert!(
-        report.reachable_pages > 0 && report.pages_checked >= report.reachable_pages,
-        "{report:?}"
-    );
+    assert!(report.reachable_pages > 0 && report.pages_checked >= report.reachable_pages, "{report:?}");
     let Db { dir, env, t, .. } = db;
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
     env.check().unwrap();
-    assert_eq!(
-        env.read()
-            .unwrap()
-            .get(&t, b"big")
-            .unwrap()
-            .unwrap()
-            .as_ref(),
-        big_value().as_slice()
-    );
+    assert_eq!(env.read().unwrap().get(&t, b"big").unwrap().unwrap().as_ref(), big_value().as_slice());
 }

@@ -60,9 +60,7 @@ impl Db {
         let p = self.path(rel);
         match self {
             Db::Disk(_) => std::fs::read(&p).unwrap(),
-            Db::Mem(m, _) => m
-                .read_file(&p)
-                .unwrap_or_else(|| panic!("no file {}", p.display())),
+            Db::Mem(m, _) => m.read_file(&p).unwrap_or_else(|| panic!("no file {}", p.display())),
         }
     }
     fn write(&self, rel: &str, bytes: &[u8]) {
@@ -170,9 +168,7 @@ fn reseal(slot: &mut [u8]) {
 #[test]
 fn random_bytes_are_not_a_database() {
     let seed = seed_or("random_bytes_are_not_a_database", 0xbad_da7a);
-    let _g = OnPanic(format!(
-        "random_bytes_are_not_a_database: replay with JACKDAW_SEED={seed}"
-    ));
+    let _g = OnPanic(format!("random_bytes_are_not_a_database: replay with JACKDAW_SEED={seed}"));
     let mut rng = XorShift::new(seed);
     for kind in KINDS {
         for len in [1usize, 100, 4095, 4096, 8192, 12288, 64 << 10, 300_000] {
@@ -181,15 +177,8 @@ fn random_bytes_are_not_a_database() {
             rng.fill_bytes(&mut bytes);
             db.write("data.jdb", &bytes);
             let e = expect_err(&db, &format!("{kind:?} {len} random bytes"));
-            assert!(
-                matches!(e, Error::NotADatabase(_)),
-                "{kind:?} {len} random bytes: {e:?}"
-            );
-            assert_eq!(
-                db.read("data.jdb"),
-                bytes,
-                "{kind:?}: a foreign file must be left alone"
-            );
+            assert!(matches!(e, Error::NotADatabase(_)), "{kind:?} {len} random bytes: {e:?}");
+            assert_eq!(db.read("data.jdb"), bytes, "{kind:?}: a foreign file must be left alone");
             db.remove();
         }
     }
@@ -202,10 +191,7 @@ fn zeroed_file_is_not_a_database() {
             let db = Db::new(kind, "zeros");
             db.write("data.jdb", &vec![0u8; len]);
             let e = expect_err(&db, &format!("{kind:?} {len} zero bytes"));
-            assert!(
-                matches!(e, Error::NotADatabase(_)),
-                "{kind:?} {len} zero bytes: {e:?}"
-            );
+            assert!(matches!(e, Error::NotADatabase(_)), "{kind:?} {len} zero bytes: {e:?}");
             assert_eq!(db.read("data.jdb"), vec![0u8; len]);
             db.remove();
         }
@@ -240,16 +226,7 @@ fn truncated_data_file_is_an_error_not_a_crash() {
         let full = db.read("data.jdb");
         assert!(full.len() as u64 >= next_page * PS as u64);
         let np = next_page as usize;
-        for len in [
-            0,
-            100,
-            PS,
-            2 * PS,
-            3 * PS,
-            2 * PS + 100,
-            (np - 1) * PS,
-            np * PS - 1,
-        ] {
+        for len in [0, 100, PS, 2 * PS, 3 * PS, 2 * PS + 100, (np - 1) * PS, np * PS - 1] {
             db.write("data.jdb", &full[..len]);
             let e = expect_err(&db, &format!("{kind:?}: data file cut to {len} bytes"));
             assert!(
@@ -288,10 +265,7 @@ fn damaged_header_slots() {
             b[PS + off] ^= 0x40;
             db.write("data.jdb", &b);
             let e = expect_err(&db, &format!("{kind:?}: byte {off} flipped in both slots"));
-            assert!(
-                matches!(e, Error::Corrupted { .. }),
-                "{kind:?}: byte {off} flipped in both slots: {e:?}"
-            );
+            assert!(matches!(e, Error::Corrupted { .. }), "{kind:?}: byte {off} flipped in both slots: {e:?}");
             assert_eq!(db.read("data.jdb"), b, "a failed open must not write");
         }
         // One slot foreign, the other damaged: still Corrupted (this is one of ours).
@@ -330,11 +304,7 @@ fn future_format_version_is_incompatible() {
         db.write("data.jdb", &b);
         let e = expect_err(&db, "format version 2");
         assert!(matches!(e, Error::IncompatibleFormat(_)), "{kind:?}: {e:?}");
-        assert_eq!(
-            db.read("data.jdb"),
-            b,
-            "an incompatible file must be left alone"
-        );
+        assert_eq!(db.read("data.jdb"), b, "an incompatible file must be left alone");
 
         // A page size this build does not support (valid checksum): also incompatible.
         for bad in [1000u32, 3 * 4096, 1 << 17] {
@@ -345,10 +315,7 @@ fn future_format_version_is_incompatible() {
             }
             db.write("data.jdb", &b);
             let e = expect_err(&db, "bad page size");
-            assert!(
-                matches!(e, Error::IncompatibleFormat(_)),
-                "{kind:?} page size {bad}: {e:?}"
-            );
+            assert!(matches!(e, Error::IncompatibleFormat(_)), "{kind:?} page size {bad}: {e:?}");
         }
         // Control: the untouched file still opens.
         db.write("data.jdb", &good);
@@ -363,13 +330,9 @@ fn future_format_version_is_incompatible() {
 #[test]
 fn damaged_data_page_is_reported_with_its_number() {
     for kind in KINDS {
-        for (what, off) in [
-            ("body", 1000usize),
-            ("checksum", 3),
-            ("page number", 9),
-            ("kind", 24),
-            ("last byte", PS - 1),
-        ] {
+        for (what, off) in
+            [("body", 1000usize), ("checksum", 3), ("page number", 9), ("kind", 24), ("last byte", PS - 1)]
+        {
             let db = Db::new(kind, "page");
             let (live, _) = make_db(&db);
             let (&p, _) = live.iter().nth(live.len() / 2).unwrap();
@@ -390,8 +353,7 @@ fn damaged_data_page_is_reported_with_its_number() {
             match env.check_with(|_| Ok(live.keys().copied().collect())) {
                 Err(Error::Corrupted { reason, .. }) => {
                     assert!(
-                        reason.contains(&format!("page Some({p})"))
-                            || reason.contains(&format!("page {p}")),
+                        reason.contains(&format!("page Some({p})")) || reason.contains(&format!("page {p}")),
                         "{ctx}: {reason}"
                     )
                 }
@@ -399,10 +361,7 @@ fn damaged_data_page_is_reported_with_its_number() {
             }
             // A writer cannot build on it either, but it can free it, and the rest lives on.
             let mut tx = env.write().unwrap();
-            assert!(
-                matches!(tx.page_mut(p), Err(Error::Corrupted { page: Some(q), .. }) if q == p),
-                "{ctx}"
-            );
+            assert!(matches!(tx.page_mut(p), Err(Error::Corrupted { page: Some(q), .. }) if q == p), "{ctx}");
             tx.free_page(p).unwrap();
             let q = alloc(&mut tx, 4242);
             tx.commit().unwrap();
@@ -426,10 +385,7 @@ fn damaged_free_map_page_fails_open() {
         make_db(&db);
         db.edit("data.jdb", |b| b[2 * PS + 500] ^= 1);
         let e = expect_err(&db, "bitmap page damaged");
-        assert!(
-            matches!(e, Error::Corrupted { page: Some(2), .. }),
-            "{kind:?}: {e:?}"
-        );
+        assert!(matches!(e, Error::Corrupted { page: Some(2), .. }), "{kind:?}: {e:?}");
         db.remove();
     }
 }
@@ -492,14 +448,8 @@ fn records(db: &Db) -> Vec<Rec> {
         for off in (0..b.len().saturating_sub(63)).step_by(4096) {
             let le = |o: usize| u64::from_le_bytes(b[off + o..off + o + 8].try_into().unwrap());
             if &b[off..off + 8] == b"JKDWJRNL" && le(16) == generation {
-                let stored_len =
-                    u32::from_le_bytes(b[off + 48..off + 52].try_into().unwrap()) as usize;
-                out.push(Rec {
-                    file: name.clone(),
-                    off,
-                    txid: le(8),
-                    stored_len,
-                });
+                let stored_len = u32::from_le_bytes(b[off + 48..off + 52].try_into().unwrap()) as usize;
+                out.push(Rec { file: name.clone(), off, txid: le(8), stored_len });
             }
         }
     }
@@ -535,9 +485,7 @@ fn journal_states(db: &Db) -> (Env, Vec<BTreeMap<u64, u64>>) {
 }
 
 fn flip_payload(db: &Db, r: &Rec) {
-    db.edit(&format!("journal/{}", r.file), |b| {
-        b[r.off + 64 + r.stored_len / 2] ^= 0x08
-    });
+    db.edit(&format!("journal/{}", r.file), |b| b[r.off + 64 + r.stored_len / 2] ^= 0x08);
 }
 
 #[test]
@@ -549,11 +497,7 @@ fn damaged_journal_records() {
         let base = db.image("jrnl-base");
         drop(env);
         let recs = records(&base);
-        assert_eq!(
-            recs.iter().map(|r| r.txid).collect::<Vec<_>>(),
-            vec![1, 2, 3, 4, 5],
-            "{kind:?}: {recs:?}"
-        );
+        assert_eq!(recs.iter().map(|r| r.txid).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "{kind:?}: {recs:?}");
         let rec = |t: u64| recs[t as usize - 1].clone();
 
         let case = |name: &str, damage: &dyn Fn(&Db)| -> (Db, jackdaw::Result<Env>) {
@@ -602,20 +546,12 @@ fn damaged_journal_records() {
         img.remove();
 
         let r5 = rec(5);
-        let (img, env) = ok(
-            "last-header",
-            &|d| d.edit(&format!("journal/{}", r5.file), |b| b[r5.off + 40] ^= 1),
-            4,
-        );
+        let (img, env) = ok("last-header", &|d| d.edit(&format!("journal/{}", r5.file), |b| b[r5.off + 40] ^= 1), 4);
         drop(env);
         img.remove();
         let (img, env) = ok(
             "last-zeroed",
-            &|d| {
-                d.edit(&format!("journal/{}", r5.file), |b| {
-                    b[r5.off..r5.off + r5.len()].fill(0)
-                })
-            },
+            &|d| d.edit(&format!("journal/{}", r5.file), |b| b[r5.off..r5.off + r5.len()].fill(0)),
             4,
         );
         drop(env);

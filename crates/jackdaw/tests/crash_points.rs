@@ -54,32 +54,19 @@ fn matches_value(page: &[u8], v: u64) -> bool {
     } else {
         let words = b.len() / 8;
         let i = (v as usize / 2) % words;
-        b.chunks(8).enumerate().all(|(j, c)| {
-            if j == i {
-                c == v.to_le_bytes()
-            } else {
-                c == [0u8; 8]
-            }
-        })
+        b.chunks(8).enumerate().all(|(j, c)| if j == i { c == v.to_le_bytes() } else { c == [0u8; 8] })
     }
 }
 
 fn verify_state(r: &ReadTxn, m: &Model, what: &str) {
     for (&p, &v) in m {
-        let page = r
-            .page(p)
-            .unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
-        assert!(
-            matches_value(&page, v),
-            "{what}: page {p} does not hold {v}"
-        );
+        let page = r.page(p).unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
+        assert!(matches_value(&page, v), "{what}: page {p} does not hold {v}");
     }
 }
 
 fn opts() -> Options {
-    test_opts()
-        .journal_file_bytes(64 << 10)
-        .flusher(FlusherMode::Manual)
+    test_opts().journal_file_bytes(64 << 10).flusher(FlusherMode::Manual)
 }
 
 /// What the workload has told the test: states by transaction, and how far it is durable.
@@ -135,11 +122,7 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
     });
     let mut n = 0;
     loop {
-        assert!(
-            gs.gate
-                .wait_held_or(1, DEADLINE, || done.load(Ordering::SeqCst)),
-            "{what}: recovery stuck"
-        );
+        assert!(gs.gate.wait_held_or(1, DEADLINE, || done.load(Ordering::SeqCst)), "{what}: recovery stuck");
         if gs.gate.waiting() == 0 {
             break;
         }
@@ -154,10 +137,7 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
         n += 1;
     }
     gs.gate.release();
-    let t3 = h
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{what}: gated recovery failed: {e}"));
+    let t3 = h.join().unwrap().unwrap_or_else(|e| panic!("{what}: gated recovery failed: {e}"));
     assert_eq!(t3, t, "{what}");
     n
 }
@@ -168,10 +148,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
     let gs = GatedStorage::new();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     gs.gate.arm(Point::AnySync);
-    let know = Arc::new(Mutex::new(Knowledge {
-        states: BTreeMap::from([(0, Model::new())]),
-        durable: 0,
-    }));
+    let know = Arc::new(Mutex::new(Knowledge { states: BTreeMap::from([(0, Model::new())]), durable: 0 }));
     let done = Arc::new(AtomicBool::new(false));
     let (d, g, kn, dn) = (dir.clone(), gs.clone(), know.clone(), done.clone());
     let worker = std::thread::spawn(move || {
@@ -183,18 +160,11 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
         }
         let _done = Done(dn);
         let mut rng = XorShift::new(seed);
-        let env = Env::open(
-            &d,
-            opts()
-                .journal_files_kept(rng.below(3) as usize)
-                .storage(Arc::new(g)),
-        )
-        .unwrap();
+        let env = Env::open(&d, opts().journal_files_kept(rng.below(3) as usize).storage(Arc::new(g))).unwrap();
         let mut live = Model::new();
         for txid in 1..=commits {
             let mut tx = env.write().unwrap();
-            let dur =
-                [Durability::Sync, Durability::Buffered, Durability::None][rng.below(3) as usize];
+            let dur = [Durability::Sync, Durability::Buffered, Durability::None][rng.below(3) as usize];
             tx.set_durability(dur);
             for _ in 0..rng.range(1, 4) {
                 match rng.below(8) {
@@ -205,24 +175,14 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
                         live.insert(p, v);
                     }
                     3 if live.len() > 2 => {
-                        let p = *live
-                            .keys()
-                            .nth(rng.below(live.len() as u64) as usize)
-                            .unwrap();
+                        let p = *live.keys().nth(rng.below(live.len() as u64) as usize).unwrap();
                         tx.free_page(p).unwrap();
                         live.remove(&p);
                     }
                     _ if !live.is_empty() => {
-                        let p = *live
-                            .keys()
-                            .nth(rng.below(live.len() as u64) as usize)
-                            .unwrap();
+                        let p = *live.keys().nth(rng.below(live.len() as u64) as usize).unwrap();
                         // Mostly small changes: odd -> odd differs in two words.
-                        let v = if rng.chance(3, 4) {
-                            (rng.next_u64() >> 1) | 1
-                        } else {
-                            rng.next_u64() & !1
-                        };
+                        let v = if rng.chance(3, 4) { (rng.next_u64() >> 1) | 1 } else { rng.next_u64() & !1 };
                         put(&mut tx, p, v);
                         live.insert(p, v);
                     }
@@ -251,11 +211,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
     let (mut images, mut rimages) = (0, 0);
     let mut sites: BTreeMap<String, usize> = BTreeMap::new();
     loop {
-        assert!(
-            gs.gate
-                .wait_held_or(1, DEADLINE, || done.load(Ordering::SeqCst)),
-            "workload stuck"
-        );
+        assert!(gs.gate.wait_held_or(1, DEADLINE, || done.load(Ordering::SeqCst)), "workload stuck");
         if gs.gate.waiting() == 0 {
             break;
         }
@@ -299,15 +255,12 @@ fn crash_image_at_every_sync_point() {
         None => (0..4).map(|i| 0xc4a5_0000 + i).collect(),
     };
     for seed in seeds {
-        let _g = OnPanic(format!(
-            "crash_image_at_every_sync_point: replay with JACKDAW_SEED={seed}"
-        ));
+        let _g = OnPanic(format!("crash_image_at_every_sync_point: replay with JACKDAW_SEED={seed}"));
         println!("crash_image_at_every_sync_point: seed {seed}");
         let (images, rimages, sites) = run(seed, 60);
         println!("seed {seed}: {images} crash images ({sites:?}), {rimages} images of crashed recoveries");
         assert!(
-            sites.contains_key(SyncSite::DataFlush.name())
-                && sites.contains_key(SyncSite::Header.name()),
+            sites.contains_key(SyncSite::DataFlush.name()) && sites.contains_key(SyncSite::Header.name()),
             "{sites:?}"
         );
     }
@@ -355,9 +308,8 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         gs.gate.release();
         flush.join().unwrap().unwrap();
         drop(env);
-        let env = Env::open(&img, opts()).unwrap_or_else(|e| {
-            panic!("crash image taken in the flush's {site:?} sync does not open: {e}")
-        });
+        let env = Env::open(&img, opts())
+            .unwrap_or_else(|e| panic!("crash image taken in the flush's {site:?} sync does not open: {e}"));
         let r = env.read().unwrap();
         assert_eq!(r.txid(), 4);
         let p = r.page(a).unwrap();

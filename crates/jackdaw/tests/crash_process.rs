@@ -72,27 +72,21 @@ fn child_opts(flusher: &str) -> Options {
     let o = test_opts().durability(Durability::Sync);
     match flusher {
         // A flusher that runs often, so kills land in flushes too.
-        "background" => o
-            .flusher(FlusherMode::Background)
-            .flush_threshold_bytes(64 << 10)
-            .flush_idle(Duration::from_millis(5)),
+        "background" => {
+            o.flusher(FlusherMode::Background).flush_threshold_bytes(64 << 10).flush_idle(Duration::from_millis(5))
+        }
         _ => o.flusher(FlusherMode::Manual),
     }
 }
 
 /// Verify a database at rest: returns (txid, counter). Panics with the details otherwise.
 fn verify_db(dir: &Path) -> (u64, u64) {
-    let env = Env::open(dir, test_opts())
-        .unwrap_or_else(|e| panic!("recovery of {} failed: {e}", dir.display()));
+    let env = Env::open(dir, test_opts()).unwrap_or_else(|e| panic!("recovery of {} failed: {e}", dir.display()));
     let r = env.read().unwrap();
     let txid = r.txid();
     let (counter, pages) = read_meta(&r);
     for &p in &pages {
-        assert_eq!(
-            read_value(&r, p),
-            counter,
-            "page {p} of the state with counter {counter} (txid {txid})"
-        );
+        assert_eq!(read_value(&r, p), counter, "page {p} of the state with counter {counter} (txid {txid})");
     }
     let anchored = r.next_page() > ANCHOR;
     drop(r);
@@ -138,11 +132,7 @@ fn child_writer() {
         counter += 1;
         let mut tx = env.write().unwrap();
         if tx.next_page() <= ANCHOR {
-            assert_eq!(
-                tx.alloc_page(PageKind::Raw).unwrap(),
-                ANCHOR,
-                "the first page of a new database"
-            );
+            assert_eq!(tx.alloc_page(PageKind::Raw).unwrap(), ANCHOR, "the first page of a new database");
         }
         match rng.below(10) {
             0..=2 if pages.len() < MAX_PAGES => {
@@ -190,13 +180,7 @@ impl ChildProc {
     fn spawn(dir: &Path, seed: u64, mode: &str, flusher: &str) -> ChildProc {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
-            .args([
-                "--exact",
-                "child_writer",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", "child_writer", "--ignored", "--nocapture", "--test-threads=1"])
             .env(ENV_DIR, dir)
             .env(ENV_SEED, seed.to_string())
             .env(ENV_MODE, mode)
@@ -214,11 +198,7 @@ impl ChildProc {
             let _ = e.read_to_string(&mut s);
             s
         });
-        ChildProc {
-            child,
-            out,
-            err: Some(err),
-        }
+        ChildProc { child, out, err: Some(err) }
     }
 
     /// Next protocol line (lines of the test harness are skipped); None at end of output.
@@ -251,10 +231,7 @@ impl Drop for ChildProc {
 }
 
 fn parse_ack(l: &str) -> (u64, u64) {
-    let mut it = l
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse::<u64>().unwrap());
+    let mut it = l.split_whitespace().skip(1).map(|x| x.parse::<u64>().unwrap());
     (it.next().unwrap(), it.next().unwrap())
 }
 
@@ -270,25 +247,11 @@ fn drain(c: &mut ChildProc, mut last: Known, expect_open: Known) -> Known {
     while let Some(l) = c.line() {
         if let Some(rest) = l.strip_prefix("OPENED ") {
             let (t, n) = parse_ack(&format!("X {rest}"));
-            assert_eq!(
-                Known {
-                    txid: t,
-                    counter: n
-                },
-                expect_open,
-                "the child recovered another state"
-            );
+            assert_eq!(Known { txid: t, counter: n }, expect_open, "the child recovered another state");
         } else if l.starts_with("ACK ") {
             let (t, n) = parse_ack(&l);
-            assert_eq!(
-                (t, n),
-                (last.txid + 1, last.counter + 1),
-                "acknowledgements out of order"
-            );
-            last = Known {
-                txid: t,
-                counter: n,
-            };
+            assert_eq!((t, n), (last.txid + 1, last.counter + 1), "acknowledgements out of order");
+            last = Known { txid: t, counter: n };
         }
     }
     last
@@ -297,33 +260,18 @@ fn drain(c: &mut ChildProc, mut last: Known, expect_open: Known) -> Known {
 #[test]
 fn sigkill_loses_no_acknowledged_commit() {
     let seed = seed_or("sigkill_loses_no_acknowledged_commit", 0x5eed_c0de);
-    let _g = OnPanic(format!(
-        "sigkill_loses_no_acknowledged_commit: replay with JACKDAW_SEED={seed}"
-    ));
+    let _g = OnPanic(format!("sigkill_loses_no_acknowledged_commit: replay with JACKDAW_SEED={seed}"));
     let mut rng = XorShift::new(seed);
     let dir = tmpdir("crash-proc");
     // The state the database recovers to (verified on a copy after each round).
-    let mut known = Known {
-        txid: 0,
-        counter: 0,
-    };
+    let mut known = Known { txid: 0, counter: 0 };
     let mut stats = (0u64, 0u64, 0u64); // kills, acks, rounds where the unacked commit survived
     for round in 0..20 {
-        let flusher = if rng.chance(1, 2) {
-            "background"
-        } else {
-            "manual"
-        };
+        let flusher = if rng.chance(1, 2) { "background" } else { "manual" };
         // 0: kill on "START" (possibly during recovery); else after that many ACKs.
-        let kill_after = if rng.chance(1, 6) {
-            0
-        } else {
-            rng.range(1, 150)
-        };
+        let kill_after = if rng.chance(1, 6) { 0 } else { rng.range(1, 150) };
         let child_seed = rng.next_u64();
-        let _r = OnPanic(format!(
-            "round {round}: {flusher} flusher, kill after {kill_after} ACKs, known {known:?}"
-        ));
+        let _r = OnPanic(format!("round {round}: {flusher} flusher, kill after {kill_after} ACKs, known {known:?}"));
         let mut c = ChildProc::spawn(&dir, child_seed, "kill", flusher);
         let mut last = known;
         let mut acks = 0u64;
@@ -338,27 +286,13 @@ fn sigkill_loses_no_acknowledged_commit() {
             }
             if let Some(rest) = l.strip_prefix("OPENED ") {
                 let (t, n) = parse_ack(&format!("X {rest}"));
-                assert_eq!(
-                    Known {
-                        txid: t,
-                        counter: n
-                    },
-                    known,
-                    "the child recovered another state"
-                );
+                assert_eq!(Known { txid: t, counter: n }, known, "the child recovered another state");
                 opened = true;
             } else if l.starts_with("ACK ") {
                 assert!(opened);
                 let (t, n) = parse_ack(&l);
-                assert_eq!(
-                    (t, n),
-                    (last.txid + 1, last.counter + 1),
-                    "acknowledgements out of order"
-                );
-                last = Known {
-                    txid: t,
-                    counter: n,
-                };
+                assert_eq!((t, n), (last.txid + 1, last.counter + 1), "acknowledgements out of order");
+                last = Known { txid: t, counter: n };
                 acks += 1;
                 if acks == kill_after {
                     break;
@@ -382,11 +316,7 @@ fn sigkill_loses_no_acknowledged_commit() {
             counter == last.counter || counter == last.counter + 1,
             "recovered counter {counter} (txid {txid}); last acknowledged {last:?}"
         );
-        assert_eq!(
-            txid - known.txid,
-            counter - known.counter,
-            "one transaction per counter step"
-        );
+        assert_eq!(txid - known.txid, counter - known.counter, "one transaction per counter step");
         if counter > last.counter {
             stats.2 += 1;
         }
@@ -405,34 +335,20 @@ fn sigkill_loses_no_acknowledged_commit() {
 #[test]
 fn abort_right_after_commit_loses_nothing() {
     let seed = seed_or("abort_right_after_commit_loses_nothing", 0xab0_57ed);
-    let _g = OnPanic(format!(
-        "abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"
-    ));
+    let _g = OnPanic(format!("abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"));
     let mut rng = XorShift::new(seed);
     let dir: PathBuf = tmpdir("crash-abort");
-    let mut known = Known {
-        txid: 0,
-        counter: 0,
-    };
+    let mut known = Known { txid: 0, counter: 0 };
     for round in 0..3 {
-        let flusher = if round % 2 == 0 {
-            "manual"
-        } else {
-            "background"
-        };
+        let flusher = if round % 2 == 0 { "manual" } else { "background" };
         let n = rng.range(1, 80);
         let target = known.counter + n;
-        let _r = OnPanic(format!(
-            "round {round}: {flusher} flusher, abort at counter {target}"
-        ));
+        let _r = OnPanic(format!("round {round}: {flusher} flusher, abort at counter {target}"));
         let mut c = ChildProc::spawn(&dir, rng.next_u64(), &format!("abort:{target}"), flusher);
         let last = drain(&mut c, known, known);
         let (st, err) = c.finish();
         assert!(!st.success(), "the child aborted: {st}; stderr:\n{err}");
-        assert_eq!(
-            last.counter, target,
-            "the child acknowledged every commit up to the abort; stderr:\n{err}"
-        );
+        assert_eq!(last.counter, target, "the child acknowledged every commit up to the abort; stderr:\n{err}");
         // Nothing ran after the last commit, so the state is exactly the last acknowledged one.
         let (txid, counter) = verify_db(&dir);
         assert_eq!(Known { txid, counter }, last);

@@ -39,9 +39,7 @@ fn opts(gs: &GatedStorage, background: bool) -> Options {
     let o = test_opts().storage(Arc::new(gs.clone()));
     if background {
         // The flusher runs when 64 KiB of page versions are unflushed, not on a timer.
-        o.flusher(FlusherMode::Background)
-            .flush_threshold_bytes(64 << 10)
-            .flush_idle(Duration::from_secs(3600))
+        o.flusher(FlusherMode::Background).flush_threshold_bytes(64 << 10).flush_idle(Duration::from_secs(3600))
     } else {
         o.flusher(FlusherMode::Manual)
     }
@@ -49,10 +47,8 @@ fn opts(gs: &GatedStorage, background: bool) -> Options {
 
 /// Hold a flush at `site`, then commit and read on another thread.
 fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
-    let what = format!(
-        "flush held in its {site:?} sync ({} flusher)",
-        if background { "background" } else { "manual" }
-    );
+    let what =
+        format!("flush held in its {site:?} sync ({} flusher)", if background { "background" } else { "manual" });
     let gs = GatedStorage::new();
     let dir = tmpdir("flusher-blocking");
     let env = Env::open(&dir, opts(&gs, background)).unwrap();
@@ -84,10 +80,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
         let e = env.clone();
         Some(std::thread::spawn(move || e.flush()))
     };
-    assert!(
-        gs.gate.wait_blocked(DEADLINE),
-        "{what}: the flush never reached the sync"
-    );
+    assert!(gs.gate.wait_blocked(DEADLINE), "{what}: the flush never reached the sync");
     let flushing_txid = env.read().unwrap().txid();
 
     let e = env.clone();
@@ -97,9 +90,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
         let mut added = Vec::new();
         for i in 0..24u64 {
             let mut tx = e.write().unwrap();
-            tx.set_durability(
-                [Durability::Sync, Durability::Buffered, Durability::None][i as usize % 3],
-            );
+            tx.set_durability([Durability::Sync, Durability::Buffered, Durability::None][i as usize % 3]);
             let p = ps[i as usize % ps.len()];
             fill(&mut tx, p, 1000 + i);
             let n = alloc(&mut tx, 5000 + i);
@@ -154,10 +145,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
     }
     for (i, p) in pages.iter().enumerate() {
         // The last of the 24 commits that wrote page i.
-        let last = (0..24u64)
-            .filter(|k| *k as usize % pages.len() == i)
-            .max()
-            .unwrap();
+        let last = (0..24u64).filter(|k| *k as usize % pages.len() == i).max().unwrap();
         assert_eq!(read_value(&r, *p), 1000 + last);
     }
     drop(r);
@@ -199,18 +187,14 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
     let flush = std::thread::spawn(move || e.flush());
     assert!(gs.gate.wait_blocked(DEADLINE));
     let e = env.clone();
-    let r = with_deadline(Duration::from_secs(5), move || {
-        e.stats().last_committed_txid
-    });
+    let r = with_deadline(Duration::from_secs(5), move || e.stats().last_committed_txid);
     let held = gs.gate.waiting();
     gs.gate.release();
     flush.join().unwrap().unwrap();
     match r {
         Some(Ok(t)) => assert_eq!(t, 1),
         Some(Err(p)) => std::panic::resume_unwind(p),
-        None => panic!(
-            "env.stats() blocked while a flush was held in its data sync (held calls: {held})"
-        ),
+        None => panic!("env.stats() blocked while a flush was held in its data sync (held calls: {held})"),
     }
     drop(env);
     let _ = std::fs::remove_dir_all(&dir);
@@ -226,9 +210,7 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
 fn check_overlapping_a_flush_sees_a_consistent_journal() {
     let gs = GatedStorage::new();
     let dir = tmpdir("flusher-check");
-    let o = opts(&gs, false)
-        .journal_file_bytes(64 << 10)
-        .journal_files_kept(0);
+    let o = opts(&gs, false).journal_file_bytes(64 << 10).journal_files_kept(0);
     let env = Env::open(&dir, o).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
@@ -246,10 +228,7 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
     gs.gate.arm(Point::HeaderRead);
     let e = env.clone();
     let checker = std::thread::spawn(move || e.check_with(move |_| Ok(vec![a])));
-    assert!(
-        gs.gate.wait_blocked(DEADLINE),
-        "check() never read the header"
-    );
+    assert!(gs.gate.wait_blocked(DEADLINE), "check() never read the header");
     let e = env.clone();
     let flusher = std::thread::spawn(move || e.flush());
     std::thread::sleep(std::time::Duration::from_millis(100));

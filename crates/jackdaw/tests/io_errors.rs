@@ -83,12 +83,7 @@ fn txn(seed: u64, i: u64, env: &Env, m: &mut Model, k: &mut Know) -> Result<(), 
     let mut r = Rng::new(seed ^ (i + 1).wrapping_mul(0x51_7cc1_b727_220a_95));
     let mut tx = env.write().map_err(|e| ("begin", e))?;
     let txid = tx.txid();
-    let dur = [
-        Durability::Sync,
-        Durability::Buffered,
-        Durability::None,
-        Durability::Sync,
-    ][(i % 4) as usize];
+    let dur = [Durability::Sync, Durability::Buffered, Durability::None, Durability::Sync][(i % 4) as usize];
     tx.set_durability(dur);
     let t = tree(&mut tx, m, TREES[(i % 3) as usize])?;
     let name = TREES[(i % 3) as usize];
@@ -97,8 +92,7 @@ fn txn(seed: u64, i: u64, env: &Env, m: &mut Model, k: &mut Know) -> Result<(), 
         1 => {
             let v = value(seed, r.next_u64(), 20_000 + r.below(10_000) as usize);
             let key = format!("s{}", r.below(4));
-            tx.put_reader(&t, &key, v.len() as u64, &v[..])
-                .map_err(|e| ("put_reader", e))?;
+            tx.put_reader(&t, &key, v.len() as u64, &v[..]).map_err(|e| ("put_reader", e))?;
             m.get_mut(name).unwrap().insert(key.into_bytes(), v);
         }
         // A big transaction: pages written once at commit.
@@ -170,10 +164,7 @@ fn workload(
         Workload::Fresh => 30,
         Workload::Recovery => {
             let (t, got) = read_db(&env).map_err(|e| ("read", e))?;
-            assert!(
-                t == k.hi && digest(&got) == k.digests[t as usize],
-                "recovery workload opened another state"
-            );
+            assert!(t == k.hi && digest(&got) == k.digests[t as usize], "recovery workload opened another state");
             10
         }
     };
@@ -195,15 +186,9 @@ fn workload(
 /// The starting files of a workload: (storage, knowledge, model).
 fn start(w: Workload, seed: u64, base: &(MemStorage, Know, Model)) -> (MemStorage, Know, Model) {
     match w {
-        Workload::Fresh => (
-            MemStorage::new(),
-            Know {
-                lo: 0,
-                hi: 0,
-                digests: vec![digest(&Model::new())],
-            },
-            Model::new(),
-        ),
+        Workload::Fresh => {
+            (MemStorage::new(), Know { lo: 0, hi: 0, digests: vec![digest(&Model::new())] }, Model::new())
+        }
         Workload::Recovery => {
             let _ = seed;
             (base.0.deep_clone(), base.1.clone(), base.2.clone())
@@ -216,11 +201,7 @@ fn start(w: Workload, seed: u64, base: &(MemStorage, Know, Model)) -> (MemStorag
 fn recovery_base(seed: u64) -> (MemStorage, Know, Model) {
     let mem = MemStorage::new();
     let env = Env::open(DIR, opts(Arc::new(mem.clone()))).unwrap();
-    let mut k = Know {
-        lo: 0,
-        hi: 0,
-        digests: vec![digest(&Model::new())],
-    };
+    let mut k = Know { lo: 0, hi: 0, digests: vec![digest(&Model::new())] };
     let mut m = Model::new();
     for i in 0..20 {
         txn(seed ^ 0xba5e, i, &env, &mut m, &mut k).unwrap();
@@ -232,9 +213,7 @@ fn recovery_base(seed: u64) -> (MemStorage, Know, Model) {
     let mut tx = env.write().unwrap();
     let t = tx.open_tree(TREES[0]).unwrap().unwrap();
     tx.put(&t, "last", "x").unwrap();
-    m.get_mut(TREES[0])
-        .unwrap()
-        .insert(b"last".to_vec(), b"x".to_vec());
+    m.get_mut(TREES[0]).unwrap().insert(b"last".to_vec(), b"x".to_vec());
     k.digests.push(digest(&m));
     k.hi = tx.commit().unwrap().txid;
     k.lo = k.hi;
@@ -272,25 +251,14 @@ fn watchdog(t0: Instant, what: Arc<Mutex<String>>) {
             let started = CASE_T.load(Ordering::SeqCst);
             let now = t0.elapsed().as_millis() as u64;
             if !DONE.load(Ordering::SeqCst) && now.saturating_sub(started) > 30_000 {
-                eprintln!(
-                    "io_errors: case {} hangs for 30 s: {}",
-                    CASE.load(Ordering::SeqCst),
-                    what.lock().unwrap()
-                );
+                eprintln!("io_errors: case {} hangs for 30 s: {}", CASE.load(Ordering::SeqCst), what.lock().unwrap());
                 std::process::abort();
             }
         }
     });
 }
 
-fn run_case(
-    w: Workload,
-    seed: u64,
-    base: &(MemStorage, Know, Model),
-    plan: Plan,
-    dry: &[Call],
-    f: &mut Figures,
-) {
+fn run_case(w: Workload, seed: u64, base: &(MemStorage, Know, Model), plan: Plan, dry: &[Call], f: &mut Figures) {
     let (mem, mut k, mut m) = start(w, seed, base);
     let fs = FaultStorage::new(mem.clone(), Some(plan));
     let what = format!(
@@ -298,11 +266,7 @@ fn run_case(
         plan.at,
         dry[plan.at as usize],
         plan.fault,
-        if plan.persistent {
-            " for good"
-        } else {
-            " once"
-        }
+        if plan.persistent { " for good" } else { " once" }
     );
     let mut slot: Option<Env> = None;
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -310,38 +274,23 @@ fn run_case(
     }));
     f.cases += 1;
     *f.by_fault
-        .entry(format!(
-            "{:?} {}",
-            plan.fault,
-            if plan.persistent {
-                "persistent"
-            } else {
-                "transient"
-            }
-        ))
+        .entry(format!("{:?} {}", plan.fault, if plan.persistent { "persistent" } else { "transient" }))
         .or_default() += 1;
     let calls = fs.calls();
     let n = (plan.at as usize).min(calls.len());
-    if calls[..n] != dry[..n.min(dry.len())]
-        || calls.get(plan.at as usize) != dry.get(plan.at as usize)
-    {
+    if calls[..n] != dry[..n.min(dry.len())] || calls.get(plan.at as usize) != dry.get(plan.at as usize) {
         f.diverged += 1;
-        f.violations.push(format!(
-            "{what}: the calls before the fault differ from the dry run"
-        ));
+        f.violations.push(format!("{what}: the calls before the fault differ from the dry run"));
     }
     let fired = fs.fired();
     match r {
         Err(p) => {
             f.panics += 1;
-            f.violations
-                .push(format!("{what}: PANIC {}", panic_text(&*p)));
+            f.violations.push(format!("{what}: PANIC {}", panic_text(&*p)));
         }
         Ok(Ok(())) => {
             f.silent += 1;
-            f.violations.push(format!(
-                "{what}: no error reached the caller (fired: {fired:?})"
-            ));
+            f.violations.push(format!("{what}: no error reached the caller (fired: {fired:?})"));
         }
         Ok(Err((step, e))) => {
             *f.by_error.entry(err_kind(&e).to_string()).or_default() += 1;
@@ -350,18 +299,13 @@ fn run_case(
             if let (Some(env), Some(c)) = (slot.as_ref(), fired_kind) {
                 if c.must_poison() && step != "open" {
                     f.poison_checked += 1;
-                    let probe = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        poison_probe(env, step == "close")
-                    }));
+                    let probe = std::panic::catch_unwind(AssertUnwindSafe(|| poison_probe(env, step == "close")));
                     match probe {
                         Ok(Ok(())) => f.poison_ok += 1,
-                        Ok(Err(msg)) => f
-                            .violations
-                            .push(format!("{what}: failed in {step} with {e}; then {msg}")),
+                        Ok(Err(msg)) => f.violations.push(format!("{what}: failed in {step} with {e}; then {msg}")),
                         Err(p) => {
                             f.panics += 1;
-                            f.violations
-                                .push(format!("{what}: PANIC while probing: {}", panic_text(&*p)));
+                            f.violations.push(format!("{what}: PANIC while probing: {}", panic_text(&*p)));
                         }
                     }
                 }
@@ -371,50 +315,34 @@ fn run_case(
     // Drop the environment (its close may fail again), then reopen over the same files.
     if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(|| drop(slot.take()))) {
         f.panics += 1;
-        f.violations
-            .push(format!("{what}: PANIC in drop: {}", panic_text(&*p)));
+        f.violations.push(format!("{what}: PANIC in drop: {}", panic_text(&*p)));
     }
     let re = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(u64, u128), String> {
-        let env = Env::open(DIR, opts(Arc::new(mem.clone())))
-            .map_err(|e| format!("reopen failed: {e}"))?;
+        let env = Env::open(DIR, opts(Arc::new(mem.clone()))).map_err(|e| format!("reopen failed: {e}"))?;
         let (t, got) = read_db(&env).map_err(|e| format!("reading after reopen: {e}"))?;
-        env.check()
-            .map_err(|e| format!("check() after reopen at {t}: {e}"))?;
+        env.check().map_err(|e| format!("check() after reopen at {t}: {e}"))?;
         // Reopened, the environment takes writes again.
-        let mut tx = env
-            .write()
-            .map_err(|e| format!("write() after reopen: {e}"))?;
+        let mut tx = env.write().map_err(|e| format!("write() after reopen: {e}"))?;
         let tr = match tx.open_tree("after") {
             Ok(Some(tr)) => tr,
-            _ => tx
-                .create_tree("after")
-                .map_err(|e| format!("create_tree after reopen: {e}"))?,
+            _ => tx.create_tree("after").map_err(|e| format!("create_tree after reopen: {e}"))?,
         };
-        tx.put(&tr, "k", "v")
-            .map_err(|e| format!("put after reopen: {e}"))?;
-        tx.commit()
-            .map_err(|e| format!("commit after reopen: {e}"))?;
-        env.close()
-            .map_err(|e| format!("close after reopen: {e}"))?;
+        tx.put(&tr, "k", "v").map_err(|e| format!("put after reopen: {e}"))?;
+        tx.commit().map_err(|e| format!("commit after reopen: {e}"))?;
+        env.close().map_err(|e| format!("close after reopen: {e}"))?;
         Ok((t, digest(&got)))
     }));
     match re {
         Err(p) => {
             f.panics += 1;
-            f.violations
-                .push(format!("{what}: PANIC in reopen: {}", panic_text(&*p)));
+            f.violations.push(format!("{what}: PANIC in reopen: {}", panic_text(&*p)));
         }
         Ok(Err(msg)) => f.violations.push(format!("{what}: {msg}")),
         Ok(Ok((t, d))) => {
             if t < k.lo || t > k.hi {
-                f.violations.push(format!(
-                    "{what}: reopened at transaction {t}, written {}, attempted {}",
-                    k.lo, k.hi
-                ));
+                f.violations.push(format!("{what}: reopened at transaction {t}, written {}, attempted {}", k.lo, k.hi));
             } else if d != k.digests[t as usize] {
-                f.violations.push(format!(
-                    "{what}: reopened at transaction {t} with other contents (hole or mixture)"
-                ));
+                f.violations.push(format!("{what}: reopened at transaction {t} with other contents (hole or mixture)"));
             } else {
                 f.reopen_ok += 1;
                 if t == k.hi {
@@ -427,17 +355,14 @@ fn run_case(
 
 /// After a failed write or sync: the environment refuses writes until reopened.
 fn poison_probe(env: &Env, closed: bool) -> Result<(), String> {
-    let refused =
-        |e: &Error| matches!(e, Error::Poisoned(_)) || (closed && matches!(e, Error::Closed));
+    let refused = |e: &Error| matches!(e, Error::Poisoned(_)) || (closed && matches!(e, Error::Closed));
     match env.write() {
         Err(e) if refused(&e) => {}
         Err(e) => return Err(format!("write() returned {e}, not Poisoned")),
         Ok(mut tx) => {
             let t = match tx.open_tree(TREES[0]) {
                 Ok(Some(t)) => t,
-                Ok(None) => tx
-                    .create_tree(TREES[0])
-                    .map_err(|e| format!("create_tree: {e}"))?,
+                Ok(None) => tx.create_tree(TREES[0]).map_err(|e| format!("create_tree: {e}"))?,
                 Err(e) => return Err(format!("open_tree: {e}")),
             };
             let _ = tx.put(&t, "probe", "probe");
@@ -460,9 +385,7 @@ fn every_io_call_fails_in_turn() {
     let t0 = Instant::now();
     tune_malloc();
     let seed = seed_or("every_io_call_fails_in_turn", 0x10_e770);
-    let _g = OnPanic(format!(
-        "every_io_call_fails_in_turn: replay with JACKDAW_SEED={seed}"
-    ));
+    let _g = OnPanic(format!("every_io_call_fails_in_turn: replay with JACKDAW_SEED={seed}"));
     let what = Arc::new(Mutex::new(String::new()));
     watchdog(t0, what.clone());
     let base = recovery_base(seed);
@@ -493,11 +416,7 @@ fn every_io_call_fails_in_turn() {
         for (i, c) in dry.iter().enumerate() {
             for &fault in c.faults() {
                 for persistent in [false, true] {
-                    let plan = Plan {
-                        at: i as u64,
-                        fault,
-                        persistent,
-                    };
+                    let plan = Plan { at: i as u64, fault, persistent };
                     CASE.fetch_add(1, Ordering::SeqCst);
                     CASE_T.store(t0.elapsed().as_millis() as u64, Ordering::SeqCst);
                     *what.lock().unwrap() = format!("{w:?} {plan:?}");
@@ -511,19 +430,10 @@ fn every_io_call_fails_in_turn() {
             f.cases,
             tw.elapsed().as_secs_f64()
         );
-        print_tally(
-            &format!("io_errors {w:?}: calls by kind (dry run)"),
-            &f.calls,
-        );
+        print_tally(&format!("io_errors {w:?}: calls by kind (dry run)"), &f.calls);
         print_tally(&format!("io_errors {w:?}: runs by fault"), &f.by_fault);
-        print_tally(
-            &format!("io_errors {w:?}: errors returned, by kind"),
-            &f.by_error,
-        );
-        print_tally(
-            &format!("io_errors {w:?}: errors returned, by the API call that failed"),
-            &f.by_step,
-        );
+        print_tally(&format!("io_errors {w:?}: errors returned, by kind"), &f.by_error);
+        print_tally(&format!("io_errors {w:?}: errors returned, by the API call that failed"), &f.by_step);
         println!(
             "io_errors {w:?}: panics {}, silent successes {}, diverged runs {}, poison checks {} ({} refused writes), reopens ok {} ({} at the last attempted transaction), violations {}",
             f.panics, f.silent, f.diverged, f.poison_checked, f.poison_ok, f.reopen_ok, f.recovered_latest, f.violations.len()
@@ -555,13 +465,7 @@ fn every_io_call_fails_in_turn() {
     assert!(
         total.violations.is_empty(),
         "violations:\n{}",
-        total
-            .violations
-            .iter()
-            .take(30)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        total.violations.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
     );
     assert_eq!(total.reopen_ok, total.cases);
     let _ = Fault::Eio;

@@ -40,34 +40,20 @@ const META: &str = "meta";
 const KILLS: u64 = 400;
 
 fn opts(flusher: &str) -> Options {
-    let o = Options::default()
-        .journal_file_bytes(64 << 10)
-        .journal_files_kept(2)
-        .write_once_min_pages(8);
+    let o = Options::default().journal_file_bytes(64 << 10).journal_files_kept(2).write_once_min_pages(8);
     match flusher {
-        "background" => o
-            .flusher(FlusherMode::Background)
-            .flush_threshold_bytes(96 << 10)
-            .flush_idle(Duration::from_millis(3)),
+        "background" => {
+            o.flusher(FlusherMode::Background).flush_threshold_bytes(96 << 10).flush_idle(Duration::from_millis(3))
+        }
         _ => o.flusher(FlusherMode::Manual),
     }
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Put {
-        tree: &'static str,
-        key: Vec<u8>,
-        len: usize,
-        salt: u64,
-    },
-    Del {
-        tree: &'static str,
-        key: Vec<u8>,
-    },
-    DropTree {
-        tree: &'static str,
-    },
+    Put { tree: &'static str, key: Vec<u8>, len: usize, salt: u64 },
+    Del { tree: &'static str, key: Vec<u8> },
+    DropTree { tree: &'static str },
 }
 
 /// Transaction `i` of the workload of `seed`: its operations and durability.
@@ -80,9 +66,7 @@ fn txn_ops(seed: u64, i: u64) -> (Vec<Op>, Durability) {
     };
     let mut ops = Vec::new();
     if r.chance(1, 40) {
-        ops.push(Op::DropTree {
-            tree: *r.pick(&TREES),
-        });
+        ops.push(Op::DropTree { tree: *r.pick(&TREES) });
     }
     for _ in 0..r.range(1, 4) {
         let tree = *r.pick(&TREES);
@@ -91,12 +75,7 @@ fn txn_ops(seed: u64, i: u64) -> (Vec<Op>, Durability) {
             ops.push(Op::Del { tree, key });
         } else {
             let len = value_len(&mut r);
-            ops.push(Op::Put {
-                tree,
-                key,
-                len,
-                salt: r.next_u64(),
-            });
+            ops.push(Op::Put { tree, key, len, salt: r.next_u64() });
         }
     }
     (ops, dur)
@@ -106,15 +85,8 @@ fn txn_ops(seed: u64, i: u64) -> (Vec<Op>, Durability) {
 fn model_apply(seed: u64, i: u64, m: &mut Model) {
     for op in txn_ops(seed, i).0 {
         match op {
-            Op::Put {
-                tree,
-                key,
-                len,
-                salt,
-            } => {
-                m.entry(tree.to_string())
-                    .or_default()
-                    .insert(key, value(seed, salt, len));
+            Op::Put { tree, key, len, salt } => {
+                m.entry(tree.to_string()).or_default().insert(key, value(seed, salt, len));
             }
             Op::Del { tree, key } => {
                 if let Some(t) = m.get_mut(tree) {
@@ -126,9 +98,7 @@ fn model_apply(seed: u64, i: u64, m: &mut Model) {
             }
         }
     }
-    m.entry(META.to_string())
-        .or_default()
-        .insert(b"n".to_vec(), i.to_le_bytes().to_vec());
+    m.entry(META.to_string()).or_default().insert(b"n".to_vec(), i.to_le_bytes().to_vec());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -182,12 +152,7 @@ fn kills_child() {
         tx.set_durability(dur);
         for op in ops {
             match op {
-                Op::Put {
-                    tree,
-                    key,
-                    len,
-                    salt,
-                } => {
+                Op::Put { tree, key, len, salt } => {
                     let t = match tx.open_tree(tree).unwrap() {
                         Some(t) => t,
                         None => tx.create_tree(tree).unwrap(),
@@ -210,14 +175,7 @@ fn kills_child() {
         };
         tx.put(&t, "n", n.to_le_bytes()).unwrap();
         tx.commit().unwrap();
-        say(format!(
-            "ACK {n} {}",
-            if dur == Durability::None {
-                "none"
-            } else {
-                "written"
-            }
-        ));
+        say(format!("ACK {n} {}", if dur == Durability::None { "none" } else { "written" }));
         if flusher == "manual" && rng.chance(1, 10) {
             env.flush().unwrap();
         }
@@ -237,13 +195,7 @@ impl ChildProc {
     fn spawn(dir: &Path, seed: u64, flusher: &str) -> ChildProc {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
-            .args([
-                "--exact",
-                "kills_child",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", "kills_child", "--ignored", "--nocapture", "--test-threads=1"])
             .env(ENV_DIR, dir)
             .env(ENV_SEED, seed.to_string())
             .env(ENV_FLUSHER, flusher)
@@ -260,11 +212,7 @@ impl ChildProc {
             let _ = e.read_to_string(&mut s);
             s
         });
-        ChildProc {
-            child,
-            out,
-            err: Some(err),
-        }
+        ChildProc { child, out, err: Some(err) }
     }
     fn line(&mut self) -> Option<String> {
         loop {
@@ -311,11 +259,7 @@ impl Parent {
             self.written,
             self.acked
         );
-        assert!(
-            n >= self.at,
-            "{what}: recovered {n}, older than the previously recovered {}",
-            self.at
-        );
+        assert!(n >= self.at, "{what}: recovered {n}, older than the previously recovered {}", self.at);
         for i in self.at + 1..=n {
             model_apply(self.seed, i, &mut self.model);
         }
@@ -337,36 +281,16 @@ fn sigkill_loop() {
     let _g = OnPanic(format!("sigkill_loop: replay with JACKDAW_SEED={seed}"));
     let kills = env_num("JACKDAW_KILLS", KILLS);
     let mut rng = Rng::new(seed);
-    let dir: PathBuf = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("kills-{}-{seed}", std::process::id()));
+    let dir: PathBuf = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kills-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut p = Parent {
-        seed,
-        model: Model::new(),
-        at: 0,
-        written: 0,
-        acked: 0,
-    };
+    let mut p = Parent { seed, model: Model::new(), at: 0, written: 0, acked: 0 };
     let mut stats: BTreeMap<&str, u64> = BTreeMap::new();
     for round in 0..kills {
-        let flusher = if rng.chance(1, 2) {
-            "background"
-        } else {
-            "manual"
-        };
-        let kill_after = if rng.chance(1, 8) {
-            0
-        } else {
-            rng.range(1, 10)
-        };
+        let flusher = if rng.chance(1, 2) { "background" } else { "manual" };
+        let kill_after = if rng.chance(1, 8) { 0 } else { rng.range(1, 10) };
         let delay_us = rng.below(3000);
-        let what = format!(
-            "round {round} ({flusher} flusher, kill after {kill_after} acks + {delay_us} us)"
-        );
-        let _r = OnPanic(format!(
-            "sigkill_loop {what}; written {}, acked {}",
-            p.written, p.acked
-        ));
+        let what = format!("round {round} ({flusher} flusher, kill after {kill_after} acks + {delay_us} us)");
+        let _r = OnPanic(format!("sigkill_loop {what}; written {}, acked {}", p.written, p.acked));
         let mut c = ChildProc::spawn(&dir, seed, flusher);
         let mut acks = 0u64;
         let mut opened = false;
@@ -421,10 +345,7 @@ fn sigkill_loop() {
                     p.written = n;
                 }
                 *stats.entry("acknowledged commits").or_default() += 1;
-            } else if l.starts_with("CHECKERR")
-                || l.starts_with("OPENERR")
-                || l.starts_with("READERR")
-            {
+            } else if l.starts_with("CHECKERR") || l.starts_with("OPENERR") || l.starts_with("READERR") {
                 panic!("{what}: {l}");
             }
         }
@@ -432,9 +353,7 @@ fn sigkill_loop() {
         assert!(!st.success(), "{what}: the child was killed: {st}");
         *stats.entry("kills").or_default() += 1;
         if !opened {
-            *stats
-                .entry("kills before the child reported its recovery")
-                .or_default() += 1;
+            *stats.entry("kills before the child reported its recovery").or_default() += 1;
         }
         *stats
             .entry(if flusher == "background" {
@@ -446,8 +365,7 @@ fn sigkill_loop() {
     }
     // The last crash, recovered here.
     let (pw, pa) = (p.written, p.acked);
-    let env =
-        Env::open(&dir, opts("manual")).unwrap_or_else(|e| panic!("final recovery failed: {e}"));
+    let env = Env::open(&dir, opts("manual")).unwrap_or_else(|e| panic!("final recovery failed: {e}"));
     let (_, m) = read_db(&env).unwrap();
     let n = m
         .get(META)
@@ -459,9 +377,7 @@ fn sigkill_loop() {
     let s = env.stats();
     drop(env);
     if n > pw {
-        *stats
-            .entry("final: an unacknowledged or unwritten commit survived")
-            .or_default() += 1;
+        *stats.entry("final: an unacknowledged or unwritten commit survived").or_default() += 1;
     }
     let _ = pa;
     let _ = std::fs::remove_dir_all(&dir);

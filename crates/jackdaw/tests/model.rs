@@ -24,8 +24,8 @@ mod support;
 use common::*;
 use jackdaw::storage::MemStorage;
 use jackdaw::{
-    page_kind, page_no, page_txid, Durability, Env, Error, FlusherMode, FreeSpacePolicy, Options,
-    PageKind, ReadTxn, WriteTxn, PAGE_HEADER,
+    page_kind, page_no, page_txid, Durability, Env, Error, FlusherMode, FreeSpacePolicy, Options, PageKind, ReadTxn,
+    WriteTxn, PAGE_HEADER,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
@@ -147,40 +147,23 @@ fn setup_strategy(flusher: Option<FlusherMode>) -> impl Strategy<Value = Setup> 
         Some(f) => Just(f).boxed(),
         None => prop_oneof![Just(FlusherMode::Manual), Just(FlusherMode::Background)].boxed(),
     };
-    (
-        prop_oneof![3 => Just(4096u32), 1 => Just(8192u32)],
-        fl,
-        0..3usize,
-        any::<bool>(),
-        0..5usize,
-    )
-        .prop_map(|(page_size, flusher, d, append, files_kept)| Setup {
+    (prop_oneof![3 => Just(4096u32), 1 => Just(8192u32)], fl, 0..3usize, any::<bool>(), 0..5usize).prop_map(
+        |(page_size, flusher, d, append, files_kept)| Setup {
             page_size,
             flusher,
             durability: DURABILITIES[d],
-            free_space: if append {
-                FreeSpacePolicy::AppendOnly
-            } else {
-                FreeSpacePolicy::Reuse
-            },
+            free_space: if append { FreeSpacePolicy::AppendOnly } else { FreeSpacePolicy::Reuse },
             files_kept,
-        })
+        },
+    )
 }
 
 fn gen_setup(rng: &mut XorShift) -> Setup {
     Setup {
         page_size: if rng.chance(1, 4) { 8192 } else { 4096 },
-        flusher: if rng.chance(1, 2) {
-            FlusherMode::Manual
-        } else {
-            FlusherMode::Background
-        },
+        flusher: if rng.chance(1, 2) { FlusherMode::Manual } else { FlusherMode::Background },
         durability: DURABILITIES[rng.below(3) as usize],
-        free_space: if rng.chance(1, 2) {
-            FreeSpacePolicy::AppendOnly
-        } else {
-            FreeSpacePolicy::Reuse
-        },
+        free_space: if rng.chance(1, 2) { FreeSpacePolicy::AppendOnly } else { FreeSpacePolicy::Reuse },
         files_kept: rng.below(5) as usize,
     }
 }
@@ -292,9 +275,7 @@ fn options(setup: &Setup, backend: &Backend) -> Options {
         // A flusher that runs often, concurrently with everything (check() included: it used to
         // report false corruption when a flush removed journal files under it, see
         // flusher_blocking.rs, check_overlapping_a_flush_sees_a_consistent_journal).
-        o = o
-            .flush_threshold_bytes(32 << 10)
-            .flush_idle(Duration::from_millis(2));
+        o = o.flush_threshold_bytes(32 << 10).flush_idle(Duration::from_millis(2));
     }
     if let Backend::Mem(m, _) = backend {
         o = o.storage(Arc::new(m.clone()));
@@ -307,31 +288,17 @@ fn open(setup: &Setup, backend: &Backend) -> Env {
         Backend::Mem(_, p) => p.clone(),
         Backend::Disk(d) => d.clone(),
     };
-    Env::open(&path, options(setup, backend))
-        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
+    Env::open(&path, options(setup, backend)).unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
 }
 
 /// Every page of `model` reads back exactly through `r`.
 fn verify_view(r: &ReadTxn, model: &Model, what: &str) {
     for (&p, &v) in model {
-        let page = r
-            .page(p)
-            .unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
+        let page = r.page(p).unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
         assert_eq!(page_no(&page), p, "{what}: page {p} header");
-        assert_eq!(
-            page_kind(&page),
-            Some(PageKind::Raw),
-            "{what}: page {p} kind"
-        );
-        assert!(
-            page_txid(&page) <= r.txid(),
-            "{what}: page {p} written by a later transaction"
-        );
-        assert!(
-            body_is(&page, v),
-            "{what}: page {p} does not hold {v} (snapshot txid {})",
-            r.txid()
-        );
+        assert_eq!(page_kind(&page), Some(PageKind::Raw), "{what}: page {p} kind");
+        assert!(page_txid(&page) <= r.txid(), "{what}: page {p} written by a later transaction");
+        assert!(body_is(&page, v), "{what}: page {p} does not hold {v} (snapshot txid {})", r.txid());
     }
 }
 
@@ -403,9 +370,7 @@ impl Harness {
         self.last_txid = txid;
         self.history.insert(txid, self.committed.clone());
         self.cov.commits.fetch_add(1, Relaxed);
-        self.cov
-            .max_live_pages
-            .fetch_max(self.committed.len() as u64, Relaxed);
+        self.cov.max_live_pages.fetch_max(self.committed.len() as u64, Relaxed);
         if durability != Durability::None {
             // Sync: on the device; Buffered: written to the OS, so in a process-crash image.
             // Either also writes out every earlier deferred record.
@@ -451,11 +416,7 @@ impl Harness {
         self.pending.clear();
         self.history = BTreeMap::from([(self.last_txid, self.committed.clone())]);
         self.floor = self.last_txid;
-        assert_eq!(
-            self.env().stats().last_committed_txid,
-            self.last_txid,
-            "{what}"
-        );
+        assert_eq!(self.env().stats().last_committed_txid, self.last_txid, "{what}");
         self.verify_committed(what);
         self.check();
     }
@@ -463,12 +424,8 @@ impl Harness {
     /// Journal counters of the environment about to be dropped.
     fn account(&self) {
         let s = self.env().stats();
-        self.cov
-            .journal_files_created
-            .fetch_add(s.journal_files_created, Relaxed);
-        self.cov
-            .journal_files_recycled
-            .fetch_add(s.journal_files_recycled, Relaxed);
+        self.cov.journal_files_created.fetch_add(s.journal_files_created, Relaxed);
+        self.cov.journal_files_recycled.fetch_add(s.journal_files_recycled, Relaxed);
     }
 
     fn reopen(&mut self) {
@@ -525,11 +482,7 @@ impl Harness {
         if t < self.last_txid {
             self.cov.crash_lost.fetch_add(1, Relaxed);
         }
-        self.committed = self
-            .history
-            .get(&t)
-            .expect("history covers [floor, last]")
-            .clone();
+        self.committed = self.history.get(&t).expect("history covers [floor, last]").clone();
         self.last_txid = t;
         self.after_open("after crash");
     }
@@ -541,10 +494,7 @@ impl Harness {
                 let p = alloc_v(tx, v);
                 assert!(p >= 4 && p < tx.next_page(), "allocated page {p}");
                 assert!(body_is(&tx.page(p).unwrap(), v));
-                assert!(
-                    !self.pending.contains_key(&p),
-                    "page {p} allocated while live"
-                );
+                assert!(!self.pending.contains_key(&p), "page {p} allocated while live");
                 self.pending.insert(p, v);
                 self.tx_ops += 1;
             }
@@ -571,10 +521,7 @@ impl Harness {
                 };
                 let tx = self.tx.as_mut().unwrap();
                 tx.free_page(p).unwrap();
-                assert!(
-                    matches!(tx.free_page(p), Err(Error::Invalid(_))),
-                    "double free of {p} accepted"
-                );
+                assert!(matches!(tx.free_page(p), Err(Error::Invalid(_))), "double free of {p} accepted");
                 self.pending.remove(&p);
                 self.tx_ops += 1;
             }
@@ -598,10 +545,7 @@ impl Harness {
                         self.history = self.history.split_off(&self.last_txid);
                     }
                     Some(oldest) => {
-                        assert!(
-                            s.last_flushed_txid >= oldest && s.last_flushed_txid <= self.last_txid,
-                            "{s:?}"
-                        );
+                        assert!(s.last_flushed_txid >= oldest && s.last_flushed_txid <= self.last_txid, "{s:?}");
                     }
                 }
             }
@@ -611,11 +555,7 @@ impl Harness {
                 }
                 let r = self.env().read().unwrap();
                 assert_eq!(r.txid(), self.last_txid);
-                self.snaps.push(Snap {
-                    r,
-                    model: self.committed.clone(),
-                    txid: self.last_txid,
-                });
+                self.snaps.push(Snap { r, model: self.committed.clone(), txid: self.last_txid });
             }
             Op::EndSnapshot(i) => {
                 if !self.snaps.is_empty() {
@@ -672,9 +612,7 @@ impl Harness {
 fn run_case(kind: Kind, setup: Setup, ops: &[Op], cov: &'static Coverage) {
     let mut h = Harness::new(kind, setup, cov);
     for (i, op) in ops.iter().enumerate() {
-        let _g = OnPanic(format!(
-            "model: failed at op #{i} {op:?} ({kind:?}, {setup:?})"
-        ));
+        let _g = OnPanic(format!("model: failed at op #{i} {op:?} ({kind:?}, {setup:?})"));
         h.apply(op);
     }
     h.finish();
@@ -685,13 +623,7 @@ fn run_case(kind: Kind, setup: Setup, ops: &[Op], cov: &'static Coverage) {
 
 const DEFAULT_SEED: u64 = 0x4a41_434b_4441_5721;
 
-fn proptest_driver(
-    name: &str,
-    kind: Kind,
-    flusher: Option<FlusherMode>,
-    cases: u32,
-    max_ops: usize,
-) {
+fn proptest_driver(name: &str, kind: Kind, flusher: Option<FlusherMode>, cases: u32, max_ops: usize) {
     let cov: &'static Coverage = Box::leak(Box::default());
     let seed = seed_or(name, DEFAULT_SEED);
     let config = Config {
@@ -702,10 +634,7 @@ fn proptest_driver(
         ..Config::default()
     };
     let mut runner = TestRunner::new(config);
-    let strategy = (
-        setup_strategy(flusher),
-        proptest::collection::vec(op_strategy(), 1..max_ops),
-    );
+    let strategy = (setup_strategy(flusher), proptest::collection::vec(op_strategy(), 1..max_ops));
     let result = runner.run(&strategy, |(setup, ops)| {
         run_case(kind, setup, &ops, cov);
         Ok(())
@@ -743,24 +672,12 @@ fn model_proptest_mem() {
 
 #[test]
 fn model_proptest_disk_manual() {
-    proptest_driver(
-        "model_proptest_disk_manual",
-        Kind::Disk,
-        Some(FlusherMode::Manual),
-        32,
-        250,
-    );
+    proptest_driver("model_proptest_disk_manual", Kind::Disk, Some(FlusherMode::Manual), 32, 250);
 }
 
 #[test]
 fn model_proptest_disk_background() {
-    proptest_driver(
-        "model_proptest_disk_background",
-        Kind::Disk,
-        Some(FlusherMode::Background),
-        32,
-        250,
-    );
+    proptest_driver("model_proptest_disk_background", Kind::Disk, Some(FlusherMode::Background), 32, 250);
 }
 
 #[test]

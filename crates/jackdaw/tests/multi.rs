@@ -19,16 +19,9 @@ impl Rng {
 }
 
 fn seed() -> u64 {
-    let s = std::env::var("JACKDAW_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let s = std::env::var("JACKDAW_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
     println!("seed {s} (replay with JACKDAW_SEED={s})");
     s
 }
@@ -37,29 +30,14 @@ type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 
 fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
     let r = env.read().unwrap();
-    let all: Vec<(Vec<u8>, Vec<u8>)> = r
-        .range::<&[u8], _>(t, ..)
-        .unwrap()
-        .map(|x| x.unwrap())
-        .map(|(k, v)| (k.to_vec(), v.to_vec()))
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model
-        .iter()
-        .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone())))
-        .collect();
+    let all: Vec<(Vec<u8>, Vec<u8>)> =
+        r.range::<&[u8], _>(t, ..).unwrap().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> =
+        model.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))).collect();
     assert_eq!(all, want, "seed {s}");
-    let rev: Vec<(Vec<u8>, Vec<u8>)> = r
-        .range::<&[u8], _>(t, ..)
-        .unwrap()
-        .rev()
-        .map(|x| x.unwrap())
-        .map(|(k, v)| (k.to_vec(), v.to_vec()))
-        .collect();
-    assert_eq!(
-        rev,
-        want.iter().rev().cloned().collect::<Vec<_>>(),
-        "seed {s}"
-    );
+    let rev: Vec<(Vec<u8>, Vec<u8>)> =
+        r.range::<&[u8], _>(t, ..).unwrap().rev().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    assert_eq!(rev, want.iter().rev().cloned().collect::<Vec<_>>(), "seed {s}");
     // Alternating ends.
     let mut it = r.range::<&[u8], _>(t, ..).unwrap();
     let mut both = Vec::new();
@@ -74,38 +52,17 @@ fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
     assert_eq!(both, want, "seed {s}");
     for (k, vs) in model {
         assert_eq!(r.multi_count(t, k).unwrap(), vs.len() as u64, "seed {s}");
-        let got: Vec<Vec<u8>> = r
-            .multi_get(t, k)
-            .unwrap()
-            .map(|v| v.unwrap().to_vec())
-            .collect();
+        let got: Vec<Vec<u8>> = r.multi_get(t, k).unwrap().map(|v| v.unwrap().to_vec()).collect();
         assert_eq!(got, vs.iter().cloned().collect::<Vec<_>>(), "seed {s}");
-        let got: Vec<Vec<u8>> = r
-            .multi_get(t, k)
-            .unwrap()
-            .rev()
-            .map(|v| v.unwrap().to_vec())
-            .collect();
-        assert_eq!(
-            got,
-            vs.iter().rev().cloned().collect::<Vec<_>>(),
-            "seed {s}"
-        );
+        let got: Vec<Vec<u8>> = r.multi_get(t, k).unwrap().rev().map(|v| v.unwrap().to_vec()).collect();
+        assert_eq!(got, vs.iter().rev().cloned().collect::<Vec<_>>(), "seed {s}");
         let probe = vec![(rng.below(256)) as u8; 1];
         let mut vals = r.multi_get(t, k).unwrap();
         vals.seek(&probe);
         let got: Vec<Vec<u8>> = vals.map(|v| v.unwrap().to_vec()).collect();
-        assert_eq!(
-            got,
-            vs.range(probe..).cloned().collect::<Vec<_>>(),
-            "seed {s}"
-        );
+        assert_eq!(got, vs.range(probe..).cloned().collect::<Vec<_>>(), "seed {s}");
     }
-    assert_eq!(
-        r.tree_stats(t).unwrap().entries,
-        want.len() as u64,
-        "seed {s}"
-    );
+    assert_eq!(r.tree_stats(t).unwrap().entries, want.len() as u64, "seed {s}");
 }
 
 #[test]
@@ -130,37 +87,23 @@ fn multi_values_match_the_model_across_transitions_and_reopens() {
                 1 => 300,
                 _ => 1 + rng.below(24) as usize,
             };
-            let v: Vec<u8> = (0..vlen)
-                .map(|i| (rng.next() as u8).wrapping_add(i as u8))
-                .collect();
+            let v: Vec<u8> = (0..vlen).map(|i| (rng.next() as u8).wrapping_add(i as u8)).collect();
             let op = rng.below(10);
             if op < 6 && grow || op < 2 {
                 let added = tx.multi_put(&t, &k, &v).unwrap();
-                assert_eq!(
-                    added,
-                    staged.entry(k.clone()).or_default().insert(v),
-                    "seed {s}"
-                );
+                assert_eq!(added, staged.entry(k.clone()).or_default().insert(v), "seed {s}");
             } else if op < 9 {
                 // Delete an existing value when there is one.
                 let target = staged
                     .get(&k)
-                    .and_then(|vs| {
-                        vs.iter()
-                            .nth(rng.below(vs.len() as u64 + 1) as usize)
-                            .cloned()
-                    })
+                    .and_then(|vs| vs.iter().nth(rng.below(vs.len() as u64 + 1) as usize).cloned())
                     .unwrap_or(v);
                 let removed = tx.multi_delete(&t, &k, &target).unwrap();
                 let was = staged.get_mut(&k).is_some_and(|vs| vs.remove(&target));
                 assert_eq!(removed, was, "seed {s}");
             } else {
                 let n = tx.multi_delete_all(&t, &k).unwrap();
-                assert_eq!(
-                    n,
-                    staged.get(&k).map_or(0, |vs| vs.len() as u64),
-                    "seed {s}"
-                );
+                assert_eq!(n, staged.get(&k).map_or(0, |vs| vs.len() as u64), "seed {s}");
                 staged.remove(&k);
             }
             staged.retain(|_, vs| !vs.is_empty());
@@ -185,20 +128,11 @@ fn multi_values_match_the_model_across_transitions_and_reopens() {
     }
     // Plain calls on a multi tree and the reverse are typed errors.
     let mut tx = env.write().unwrap();
-    assert!(matches!(
-        tx.put(&t, b"k", b"v"),
-        Err(Error::WrongTreeKind(_))
-    ));
+    assert!(matches!(tx.put(&t, b"k", b"v"), Err(Error::WrongTreeKind(_))));
     assert!(matches!(tx.create_tree("ix"), Err(Error::WrongTreeKind(_))));
     let plain = tx.create_tree("plain").unwrap();
-    assert!(matches!(
-        tx.multi_put(&plain, b"k", b"v"),
-        Err(Error::WrongTreeKind(_))
-    ));
-    assert!(matches!(
-        tx.multi_put(&t, b"k", vec![0u8; 3000]),
-        Err(Error::ValueTooLarge { .. })
-    ));
+    assert!(matches!(tx.multi_put(&plain, b"k", b"v"), Err(Error::WrongTreeKind(_))));
+    assert!(matches!(tx.multi_put(&t, b"k", vec![0u8; 3000]), Err(Error::ValueTooLarge { .. })));
     tx.commit().unwrap();
     env.check().unwrap();
 }
@@ -223,12 +157,7 @@ fn a_million_values_under_one_key() {
     let mut vals = r.multi_get(&t, b"pearl jam").unwrap();
     vals.seek(999_990u32.to_be_bytes());
     assert_eq!(vals.count(), 10);
-    let last = r
-        .multi_get(&t, b"pearl jam")
-        .unwrap()
-        .next_back()
-        .unwrap()
-        .unwrap();
+    let last = r.multi_get(&t, b"pearl jam").unwrap().next_back().unwrap().unwrap();
     assert_eq!(last.as_ref(), 999_999u32.to_be_bytes());
     drop(r);
     env.check().unwrap();

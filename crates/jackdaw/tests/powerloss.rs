@@ -85,12 +85,9 @@ struct Sweep {
 /// Recover an image: (txid, digest of the contents) or why it failed.
 fn recover(img: &Image, cfg: Cfg) -> Result<(u64, u128), String> {
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let env = Env::open(DIR, opts(Arc::new(img.mem()), cfg))
-            .map_err(|e| format!("open failed: {e}"))?;
-        let (t, m) =
-            read_db(&env).map_err(|e| format!("reading the recovered state failed: {e}"))?;
-        env.check()
-            .map_err(|e| format!("check() after recovering txid {t}: {e}"))?;
+        let env = Env::open(DIR, opts(Arc::new(img.mem()), cfg)).map_err(|e| format!("open failed: {e}"))?;
+        let (t, m) = read_db(&env).map_err(|e| format!("reading the recovered state failed: {e}"))?;
+        env.check().map_err(|e| format!("check() after recovering txid {t}: {e}"))?;
         Ok((t, digest(&m)))
     }));
     match r {
@@ -159,10 +156,7 @@ impl Checker {
     fn fail(&mut self, msg: String) {
         self.t.failures += 1;
         if self.t.msgs.len() < 6 {
-            self.t.msgs.push(format!(
-                "seed {} (cfg {:?}, ablate {:?}): {msg}",
-                self.seed, self.cfg, self.sweep.ablate
-            ));
+            self.t.msgs.push(format!("seed {} (cfg {:?}, ablate {:?}): {msg}", self.seed, self.cfg, self.sweep.ablate));
         }
         if self.sweep.stop_at_first {
             self.detected = true;
@@ -184,10 +178,7 @@ impl Checker {
         let label = p.label();
         for v in variants {
             let img = sim.build(v);
-            let what = format!(
-                "crash after call {} ({label}) during {}, image {v:?}",
-                p.seq, self.phase
-            );
+            let what = format!("crash after call {} ({label}) during {}, image {v:?}", p.seq, self.phase);
             self.check(&img, &label, &what);
             if self.detected {
                 return;
@@ -212,9 +203,7 @@ impl Checker {
                     }
                     Ok((r, d)) => {
                         if r > hi {
-                            self.fail(format!(
-                                "{what}: recovered transaction {r}, but only {hi} was attempted"
-                            ));
+                            self.fail(format!("{what}: recovered transaction {r}, but only {hi} was attempted"));
                             return;
                         }
                         if d != self.know.digests[r as usize] {
@@ -224,9 +213,7 @@ impl Checker {
                             return;
                         }
                         self.cache.insert(h, r);
-                        if self.sweep.nested_every > 0
-                            && self.t.distinct % self.sweep.nested_every == 0
-                        {
+                        if self.sweep.nested_every > 0 && self.t.distinct % self.sweep.nested_every == 0 {
                             self.nested(img, r, what);
                         }
                         r
@@ -237,9 +224,7 @@ impl Checker {
         if r < lo {
             self.fail(format!("{what}: recovered transaction {r}, but {lo} was acknowledged durable (attempted {hi})"));
         } else if r > hi {
-            self.fail(format!(
-                "{what}: recovered transaction {r}, but only {hi} was attempted"
-            ));
+            self.fail(format!("{what}: recovered transaction {r}, but only {hi} was attempted"));
         }
     }
 
@@ -266,11 +251,7 @@ impl Checker {
             }
             let mut vs = vec![Variant::DropAll];
             if s.pending() > 0 {
-                vs.extend([
-                    Variant::KeepAll,
-                    Variant::NewestOnly,
-                    Variant::Random(rng2.next_u64()),
-                ]);
+                vs.extend([Variant::KeepAll, Variant::NewestOnly, Variant::Random(rng2.next_u64())]);
             }
             for v in vs {
                 let im = s.build(v);
@@ -278,14 +259,11 @@ impl Checker {
                     continue;
                 }
                 let res = recover(&im, cfg);
-                o2.lock()
-                    .unwrap()
-                    .push((format!("call {} ({}), image {v:?}", p.seq, p.label()), res));
+                o2.lock().unwrap().push((format!("call {} ({}), image {v:?}", p.seq, p.label()), res));
             }
         })));
         let r0 = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<u64, String> {
-            let env =
-                Env::open(DIR, opts(Arc::new(sim2.clone()), cfg)).map_err(|e| e.to_string())?;
+            let env = Env::open(DIR, opts(Arc::new(sim2.clone()), cfg)).map_err(|e| e.to_string())?;
             let t = env.read().map_err(|e| e.to_string())?.txid();
             drop(env);
             Ok(t)
@@ -293,26 +271,14 @@ impl Checker {
         sim2.set_hook(None);
         match r0 {
             Ok(Ok(t)) if t == r => {}
-            Ok(Ok(t)) => self.fail(format!(
-                "{what}: recovering it under the simulator gave {t}, plainly {r}"
-            )),
-            Ok(Err(e)) => self.fail(format!(
-                "{what}: recovering it under the simulator failed: {e}"
-            )),
-            Err(p) => self.fail(format!(
-                "{what}: recovering it under the simulator panicked: {}",
-                panic_text(&*p)
-            )),
+            Ok(Ok(t)) => self.fail(format!("{what}: recovering it under the simulator gave {t}, plainly {r}")),
+            Ok(Err(e)) => self.fail(format!("{what}: recovering it under the simulator failed: {e}")),
+            Err(p) => self.fail(format!("{what}: recovering it under the simulator panicked: {}", panic_text(&*p))),
         }
         let out = std::mem::take(&mut *out.lock().unwrap());
         for (lab, res) in out {
             self.t.nested_states += 1;
-            let op = lab
-                .split('(')
-                .nth(1)
-                .and_then(|s| s.split(')').next())
-                .unwrap_or("?")
-                .to_string();
+            let op = lab.split('(').nth(1).and_then(|s| s.split(')').next()).unwrap_or("?").to_string();
             *self.t.by_op.entry(format!("recovery: {op}")).or_default() += 1;
             match res {
                 Ok((r2, d2)) if r2 == r && d2 == self.know.digests[r as usize] => {}
@@ -434,24 +400,14 @@ fn txn_body(rng: &mut Rng, seed: u64, tx: &mut WriteTxn, model: &mut Model, bulk
 }
 
 fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
-    let _g = OnPanic(format!(
-        "powerloss seed {seed} (ablate {:?}): replay with JACKDAW_SEED={seed}",
-        sweep.ablate
-    ));
+    let _g = OnPanic(format!("powerloss seed {seed} (ablate {:?}): replay with JACKDAW_SEED={seed}", sweep.ablate));
     let mut rng = Rng::new(seed);
-    let cfg = Cfg {
-        write_once: *rng.pick(&[2usize, 4, 8]),
-        kept: rng.below(3) as usize,
-    };
+    let cfg = Cfg { write_once: *rng.pick(&[2usize, 4, 8]), kept: rng.below(3) as usize };
     let chk = Arc::new(Mutex::new(Checker {
         seed,
         cfg,
         sweep: sweep.clone(),
-        know: Know {
-            lo: 0,
-            hi: 0,
-            digests: vec![digest(&Model::new())],
-        },
+        know: Know { lo: 0, hi: 0, digests: vec![digest(&Model::new())] },
         cache: HashMap::new(),
         rng: Rng::new(seed ^ 0x5eed_0f_c4a5),
         phase: "create",
@@ -477,8 +433,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
     let mut rep = SeedReport::default();
     let mut sim = SimStorage::new(&[DIR]);
     install(&sim);
-    let mut env =
-        Some(Env::open(DIR, opts(Arc::new(sim.clone()), cfg)).expect("create the database"));
+    let mut env = Some(Env::open(DIR, opts(Arc::new(sim.clone()), cfg)).expect("create the database"));
     let mut model = Model::new();
     let mut bulk_next = 0u64;
     let mut reader: Option<ReadTxn> = None;
@@ -495,8 +450,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
             break;
         }
         if step % 25 == 24 {
-            sim.self_check()
-                .unwrap_or_else(|e| panic!("simulator bookkeeping: {e}"));
+            sim.self_check().unwrap_or_else(|e| panic!("simulator bookkeeping: {e}"));
         }
         let e = env.as_ref().unwrap();
         phase("transaction");
@@ -558,11 +512,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
             14..=18 => {
                 // Hold a snapshot across the next commits and flushes (flush targets below the
                 // last commit), or let it go.
-                reader = if reader.is_some() {
-                    None
-                } else {
-                    Some(e.read().unwrap())
-                };
+                reader = if reader.is_some() { None } else { Some(e.read().unwrap()) };
             }
             19..=20 => {
                 reader = None;
@@ -571,15 +521,10 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
                 env.take().unwrap().close().unwrap();
                 durable_now();
                 phase("open (clean)");
-                let e2 =
-                    Env::open(DIR, opts(Arc::new(sim.clone()), cfg)).expect("reopen after close");
+                let e2 = Env::open(DIR, opts(Arc::new(sim.clone()), cfg)).expect("reopen after close");
                 let (t, m) = read_db(&e2).unwrap();
                 let last = chk.lock().unwrap().know.hi;
-                assert_eq!(
-                    (t, digest(&m)),
-                    (last, digest(&model)),
-                    "reopen after a clean close"
-                );
+                assert_eq!((t, digest(&m)), (last, digest(&model)), "reopen after a clean close");
                 env = Some(e2);
                 rep.reopens += 1;
             }
@@ -606,8 +551,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
                     c.phase = "recovery";
                     (c.know.lo, c.know.hi)
                 };
-                let what =
-                    format!("power loss after transaction {txid} (image {v:?}, durable {lo})");
+                let what = format!("power loss after transaction {txid} (image {v:?}, durable {lo})");
                 let opened = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     let e = Env::open(DIR, opts(Arc::new(sim.clone()), cfg))?;
                     let (t, m) = read_db(&e)?;
@@ -616,22 +560,20 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
                 let (e2, t, m) = match opened {
                     Ok(Ok(x)) => x,
                     Ok(Err(err)) => {
-                        chk.lock()
-                            .unwrap()
-                            .fail(format!("{what}: recovery failed: {err}"));
+                        chk.lock().unwrap().fail(format!("{what}: recovery failed: {err}"));
                         break;
                     }
                     Err(p) => {
-                        chk.lock()
-                            .unwrap()
-                            .fail(format!("{what}: recovery panicked: {}", panic_text(&*p)));
+                        chk.lock().unwrap().fail(format!("{what}: recovery panicked: {}", panic_text(&*p)));
                         break;
                     }
                 };
                 let mut c = chk.lock().unwrap();
                 let matching = digest(&m) == c.know.digests[t.min(hi) as usize];
                 if t < lo || t > hi || !matching {
-                    c.fail(format!("{what}: recovered transaction {t} (attempted {hi}), contents matching the model: {matching}"));
+                    c.fail(format!(
+                        "{what}: recovered transaction {t} (attempted {hi}), contents matching the model: {matching}"
+                    ));
                     break;
                 }
                 c.know.digests.truncate(t as usize + 1);
@@ -747,23 +689,17 @@ fn report_and_assert(name: &str, results: &[(u64, SeedReport)], min_states: u64,
         r.direct_writes,
         r.max_data_len >> 10
     );
-    print_tally(
-        &format!("{name}: crash states by the call they follow (SyncSite / op kind)"),
-        &t.by_op,
+    print_tally(&format!("{name}: crash states by the call they follow (SyncSite / op kind)"), &t.by_op);
+    print_tally(&format!("{name}: crash states by workload phase"), &t.by_phase);
+    println!(
+        "{name}: FAILURES {} (lost acknowledged commits, holes/mixtures, failed opens, failed check())",
+        t.failures
     );
-    print_tally(
-        &format!("{name}: crash states by workload phase"),
-        &t.by_phase,
-    );
-    println!("{name}: FAILURES {} (lost acknowledged commits, holes/mixtures, failed opens, failed check())", t.failures);
     for m in &t.msgs {
         println!("    {m}");
     }
     assert_eq!(t.failures, 0, "power-loss failures:\n{}", t.msgs.join("\n"));
-    assert!(
-        total >= min_states,
-        "only {total} crash states (want {min_states})"
-    );
+    assert!(total >= min_states, "only {total} crash states (want {min_states})");
     if !coverage || env_seed().is_some() {
         return; // one seed need not cross everything
     }
@@ -785,20 +721,10 @@ fn report_and_assert(name: &str, results: &[(u64, SeedReport)], min_states: u64,
         "remove",
         "allocate",
     ] {
-        assert!(
-            t.by_op.contains_key(must),
-            "the workload never crashed after `{must}`: {:?}",
-            t.by_op.keys()
-        );
+        assert!(t.by_op.contains_key(must), "the workload never crashed after `{must}`: {:?}", t.by_op.keys());
     }
-    assert!(
-        t.by_phase.contains_key("recovery") && t.nested_states > 0,
-        "recovery was never crashed"
-    );
-    assert!(
-        r.recycled > 0 && r.written_once > 0 && r.restarts > 0 && r.direct_writes > 0,
-        "workload coverage"
-    );
+    assert!(t.by_phase.contains_key("recovery") && t.nested_states > 0, "recovery was never crashed");
+    assert!(r.recycled > 0 && r.written_once > 0 && r.restarts > 0 && r.direct_writes > 0, "workload coverage");
 }
 
 #[test]
@@ -828,40 +754,29 @@ fn powerloss_sync_ablation() {
         odsync_extends: false,
         stop_at_first: true,
     };
-    let mut cases: Vec<(String, Sweep)> = SyncSite::ALL
-        .iter()
-        .map(|&s| (s.name().to_string(), sweep(s, false)))
-        .collect();
+    let mut cases: Vec<(String, Sweep)> =
+        SyncSite::ALL.iter().map(|&s| (s.name().to_string(), sweep(s, false))).collect();
     // `data.grow` also labels the first sync of a new data file (before its rename): ablate only
     // the growth syncs too.
-    cases.push((
-        "data.grow (growth only)".into(),
-        sweep(SyncSite::DataGrow, true),
-    ));
+    cases.push(("data.grow (growth only)".into(), sweep(SyncSite::DataGrow, true)));
     // `journal.prealloc` is needed only if an `O_DSYNC` write does not make a size change
     // durable (the simulator's default, pessimistic model): with the lenient model too.
     cases.push((
         "journal.prealloc (lenient O_DSYNC)".into(),
-        Sweep {
-            odsync_extends: true,
-            ..sweep(SyncSite::JournalPrealloc, false)
-        },
+        Sweep { odsync_extends: true, ..sweep(SyncSite::JournalPrealloc, false) },
     ));
     let mut found: BTreeMap<String, (u64, u64, Option<String>)> = BTreeMap::new();
     for (name, s) in cases {
         let res = run_many(&seeds, &s);
-        let states: u64 = res
-            .iter()
-            .map(|(_, r)| r.t.states + r.t.nested_states)
-            .sum();
+        let states: u64 = res.iter().map(|(_, r)| r.t.states + r.t.nested_states).sum();
         let fails: u64 = res.iter().map(|(_, r)| r.t.failures).sum();
-        let first = res
-            .iter()
-            .flat_map(|(_, r)| r.t.msgs.first().cloned())
-            .next();
+        let first = res.iter().flat_map(|(_, r)| r.t.msgs.first().cloned()).next();
         found.insert(name, (states, fails, first));
     }
-    println!("powerloss_sync_ablation: per SyncSite, with its syncs made no-ops (reduced sweep, {} seeds):", seeds.len());
+    println!(
+        "powerloss_sync_ablation: per SyncSite, with its syncs made no-ops (reduced sweep, {} seeds):",
+        seeds.len()
+    );
     let mut necessary: Vec<&str> = Vec::new();
     let mut unnoticed: Vec<&str> = Vec::new();
     for (site, (states, fails, first)) in &found {
@@ -882,19 +797,10 @@ fn powerloss_sync_ablation() {
     );
     if env_seed().is_none() {
         // The sites this sweep is known to need (see TESTING.md for the two it cannot see).
-        for must in [
-            "journal.prealloc",
-            "journal.dir",
-            "journal.data",
-            "data.flush",
-            "header",
-            "db.dir",
-            "data.write_once",
-        ] {
-            assert!(
-                necessary.contains(&must),
-                "ablating {must} went unnoticed: the sweep lost its power"
-            );
+        for must in
+            ["journal.prealloc", "journal.dir", "journal.data", "data.flush", "header", "db.dir", "data.write_once"]
+        {
+            assert!(necessary.contains(&must), "ablating {must} went unnoticed: the sweep lost its power");
         }
     }
 }
@@ -905,15 +811,10 @@ fn powerloss_sync_ablation() {
 fn powerloss_soak() {
     let secs = env_num("JACKDAW_SOAK_SECS", 1800);
     let base = env_seed().unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
     });
     tune_malloc();
-    println!(
-        "powerloss_soak: base seed {base}, {secs}s (each seed replays with JACKDAW_SEED=<seed>)"
-    );
+    println!("powerloss_soak: base seed {base}, {secs}s (each seed replays with JACKDAW_SEED=<seed>)");
     let t0 = Instant::now();
     let mut all = Vec::new();
     let mut i = 0u64;

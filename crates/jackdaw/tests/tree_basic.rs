@@ -17,16 +17,9 @@ impl Rng {
 }
 
 fn seed() -> u64 {
-    let s = std::env::var("JACKDAW_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let s = std::env::var("JACKDAW_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
     println!("seed {s} (replay with JACKDAW_SEED={s})");
     s
 }
@@ -58,13 +51,7 @@ fn random_ops_match_a_btreemap() {
     let s = seed();
     let mut rng = Rng(s);
     let dir = tmpdir("tree-model");
-    let opts = || {
-        test_opts().flusher(if s % 2 == 0 {
-            FlusherMode::Manual
-        } else {
-            FlusherMode::Background
-        })
-    };
+    let opts = || test_opts().flusher(if s % 2 == 0 { FlusherMode::Manual } else { FlusherMode::Background });
     let mut env = Env::open(&dir, opts()).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut tx = env.write().unwrap();
@@ -88,16 +75,8 @@ fn random_ops_match_a_btreemap() {
         }
         // The write transaction sees its own changes.
         let k = key(&mut rng, space);
-        assert_eq!(
-            tx.get(&t, &k).unwrap().map(|b| b.to_vec()),
-            staged.get(&k).cloned(),
-            "seed {s}"
-        );
-        let got: Vec<Vec<u8>> = tx
-            .range::<&[u8], _>(&t, ..)
-            .unwrap()
-            .map(|r| r.unwrap().0.to_vec())
-            .collect();
+        assert_eq!(tx.get(&t, &k).unwrap().map(|b| b.to_vec()), staged.get(&k).cloned(), "seed {s}");
+        let got: Vec<Vec<u8>> = tx.range::<&[u8], _>(&t, ..).unwrap().map(|r| r.unwrap().0.to_vec()).collect();
         assert_eq!(got, staged.keys().cloned().collect::<Vec<_>>(), "seed {s}");
         if rng.below(5) == 0 {
             tx.abort();
@@ -107,26 +86,15 @@ fn random_ops_match_a_btreemap() {
         }
         // Reads, ranges in both directions, prefixes.
         let r = env.read().unwrap();
-        assert_eq!(
-            r.tree_stats(&t).unwrap().entries,
-            model.len() as u64,
-            "seed {s}"
-        );
+        assert_eq!(r.tree_stats(&t).unwrap().entries, model.len() as u64, "seed {s}");
         for _ in 0..50 {
             let k = key(&mut rng, space);
-            assert_eq!(
-                r.get(&t, &k).unwrap().map(|b| b.to_vec()),
-                model.get(&k).cloned(),
-                "seed {s}"
-            );
+            assert_eq!(r.get(&t, &k).unwrap().map(|b| b.to_vec()), model.get(&k).cloned(), "seed {s}");
         }
         let a = key(&mut rng, space);
         let b = key(&mut rng, space);
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        let want: Vec<_> = model
-            .range(lo.clone()..hi.clone())
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let want: Vec<_> = model.range(lo.clone()..hi.clone()).map(|(k, v)| (k.clone(), v.clone())).collect();
         let got: Vec<_> = r
             .range(&t, lo.as_slice()..hi.as_slice())
             .unwrap()
@@ -134,24 +102,12 @@ fn random_ops_match_a_btreemap() {
             .map(|(k, v)| (k.to_vec(), v.to_vec()))
             .collect();
         assert_eq!(got, want, "seed {s}");
-        let got_rev: Vec<_> = r
-            .range(&t, lo.as_slice()..=hi.as_slice())
-            .unwrap()
-            .rev()
-            .map(|x| x.unwrap().0.to_vec())
-            .collect();
-        let want_rev: Vec<_> = model
-            .range(lo.clone()..=hi.clone())
-            .rev()
-            .map(|(k, _)| k.clone())
-            .collect();
+        let got_rev: Vec<_> =
+            r.range(&t, lo.as_slice()..=hi.as_slice()).unwrap().rev().map(|x| x.unwrap().0.to_vec()).collect();
+        let want_rev: Vec<_> = model.range(lo.clone()..=hi.clone()).rev().map(|(k, _)| k.clone()).collect();
         assert_eq!(got_rev, want_rev, "seed {s}");
         let p = &lo[..lo.len().min(2)];
-        let got_p: Vec<_> = r
-            .prefix(&t, p)
-            .unwrap()
-            .map(|x| x.unwrap().0.to_vec())
-            .collect();
+        let got_p: Vec<_> = r.prefix(&t, p).unwrap().map(|x| x.unwrap().0.to_vec()).collect();
         let want_p: Vec<_> = model.keys().filter(|k| k.starts_with(p)).cloned().collect();
         assert_eq!(got_p, want_p, "seed {s}");
         // Alternate from both ends.
@@ -184,17 +140,7 @@ fn random_ops_match_a_btreemap() {
         assert!(tx.delete(&t, k).unwrap());
     }
     let st = tx.tree_stats(&t).unwrap();
-    assert_eq!(
-        (
-            st.entries,
-            st.depth,
-            st.leaf_pages,
-            st.branch_pages,
-            st.overflow_pages
-        ),
-        (0, 0, 0, 0, 0),
-        "seed {s}"
-    );
+    assert_eq!((st.entries, st.depth, st.leaf_pages, st.branch_pages, st.overflow_pages), (0, 0, 0, 0, 0), "seed {s}");
     tx.commit().unwrap();
     env.check().unwrap();
 }
@@ -212,14 +158,8 @@ fn named_trees_create_rename_delete_and_handles() {
     let before_delete = env.read().unwrap();
     let mut tx = env.write().unwrap();
     tx.rename_tree("a", "c").unwrap();
-    assert!(matches!(
-        tx.rename_tree("c", "b"),
-        Err(Error::TreeExists(_))
-    ));
-    assert!(matches!(
-        tx.rename_tree("zz", "y"),
-        Err(Error::NoSuchTree(_))
-    ));
+    assert!(matches!(tx.rename_tree("c", "b"), Err(Error::TreeExists(_))));
+    assert!(matches!(tx.rename_tree("zz", "y"), Err(Error::NoSuchTree(_))));
     // The handle follows the tree through the rename.
     assert_eq!(tx.get(&a, b"k").unwrap().unwrap().as_ref(), b"va");
     assert!(tx.delete_tree("b").unwrap());
@@ -230,10 +170,7 @@ fn named_trees_create_rename_delete_and_handles() {
     assert!(matches!(r.get(&b, b"k"), Err(Error::NoSuchTree(_))));
     assert_eq!(r.get(&a, b"k").unwrap().unwrap().as_ref(), b"va");
     // A snapshot from before the delete still reads the tree.
-    assert_eq!(
-        before_delete.get(&b, b"k").unwrap().unwrap().as_ref(),
-        b"vb"
-    );
+    assert_eq!(before_delete.get(&b, b"k").unwrap().unwrap().as_ref(), b"vb");
     drop(before_delete);
     // Re-created under the same name: a new tree, the old handle stays dead.
     let mut tx = env.write().unwrap();
@@ -253,10 +190,7 @@ fn oversized_keys_and_values_are_rejected() {
     let max = jackdaw::max_key_size(4096);
     assert_eq!(max, 2001);
     tx.put(&t, vec![1u8; max], b"ok").unwrap();
-    assert!(matches!(
-        tx.put(&t, vec![1u8; max + 1], b"x"),
-        Err(Error::KeyTooLarge { .. })
-    ));
+    assert!(matches!(tx.put(&t, vec![1u8; max + 1], b"x"), Err(Error::KeyTooLarge { .. })));
     assert!(matches!(
         tx.put_reader(&t, b"big", jackdaw::MAX_VALUE_SIZE + 1, std::io::empty()),
         Err(Error::ValueTooLarge { .. })
@@ -264,10 +198,7 @@ fn oversized_keys_and_values_are_rejected() {
     tx.put(&t, b"", b"empty key is legal").unwrap();
     tx.commit().unwrap();
     let r = env.read().unwrap();
-    assert_eq!(
-        r.get(&t, b"").unwrap().unwrap().as_ref(),
-        b"empty key is legal"
-    );
+    assert_eq!(r.get(&t, b"").unwrap().unwrap().as_ref(), b"empty key is legal");
     drop(r);
     env.check().unwrap();
 }

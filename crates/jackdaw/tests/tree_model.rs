@@ -79,9 +79,7 @@ enum K {
 /// `k` resolved against the entries of the tree at hand.
 fn key_in(k: K, d: Option<&Data>) -> Vec<u8> {
     match (k, d) {
-        (K::Existing(i), Some(d)) if !d.is_empty() => {
-            d.keys().nth(i as usize % d.len()).unwrap().clone()
-        }
+        (K::Existing(i), Some(d)) if !d.is_empty() => d.keys().nth(i as usize % d.len()).unwrap().clone(),
         (K::Existing(i), _) => key(K::Mid((i % 96) as u8)),
         (k, _) => key(k),
     }
@@ -145,18 +143,14 @@ fn value_len(v: V, klen: usize) -> usize {
         V::Empty => 0,
         V::Tiny(n) => 1 + n as usize % 8,
         V::Small(n) => 9 + n as usize % 600,
-        V::Edge(d) => {
-            ((MAX_ENTRY - LEAF_ENTRY_HEADER - klen) as isize + d as isize).max(0) as usize
-        }
+        V::Edge(d) => ((MAX_ENTRY - LEAF_ENTRY_HEADER - klen) as isize + d as isize).max(0) as usize,
         V::PageEdge(d) => (OVERFLOW_CAP as isize + d as isize) as usize,
         V::Big(n) => 10_000 + n as usize % 10_001,
     }
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| seed.wrapping_add((i as u8).wrapping_mul(31)) ^ (i >> 8) as u8)
-        .collect()
+    (0..len).map(|i| seed.wrapping_add((i as u8).wrapping_mul(31)) ^ (i >> 8) as u8).collect()
 }
 
 fn value(v: V, klen: usize, seed: u8) -> Vec<u8> {
@@ -460,23 +454,14 @@ fn drive_cursor<S: jackdaw::Source>(
     let conv = |x: Option<(Bytes, Bytes)>| x.map(|(k, v)| (k.to_vec(), v.to_vec()));
     let mut out = vec![conv(c.current()?)];
     for i in 0..n {
-        let x = if (steps >> i) & 1 == 1 {
-            c.prev()?
-        } else {
-            c.next()?
-        };
+        let x = if (steps >> i) & 1 == 1 { c.prev()? } else { c.next()? };
         out.push(conv(x));
     }
     Ok(out)
 }
 
 /// What a cursor must show: a position that, once past either end, stays there.
-fn expect_cursor(
-    data: &BTreeMap<Vec<u8>, Vec<u8>>,
-    start: &At,
-    steps: u64,
-    n: u8,
-) -> Vec<Option<Pair>> {
+fn expect_cursor(data: &BTreeMap<Vec<u8>, Vec<u8>>, start: &At, steps: u64, n: u8) -> Vec<Option<Pair>> {
     let ents: Vec<Pair> = data.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let len = ents.len();
     let mut pos = match start {
@@ -500,13 +485,7 @@ fn expect_cursor(
 trait Rd {
     fn r_get(&mut self, t: &Tree, k: &[u8]) -> jackdaw::Result<Option<Vec<u8>>>;
     fn r_scan(&mut self, t: &Tree, q: &Query, dir: Dir, cap: usize) -> jackdaw::Result<Vec<Pair>>;
-    fn r_cursor(
-        &mut self,
-        t: &Tree,
-        start: &At,
-        steps: u64,
-        n: u8,
-    ) -> jackdaw::Result<Vec<Option<Pair>>>;
+    fn r_cursor(&mut self, t: &Tree, start: &At, steps: u64, n: u8) -> jackdaw::Result<Vec<Option<Pair>>>;
     fn r_list(&mut self) -> jackdaw::Result<Vec<String>>;
     fn r_entries(&mut self, t: &Tree) -> jackdaw::Result<u64>;
     fn r_open(&mut self, name: &str) -> jackdaw::Result<Option<Tree>>;
@@ -522,13 +501,7 @@ impl Rd for WriteTxn {
             Query::Range(lo, hi) => drive(self.range(t, (lo.clone(), hi.clone()))?, dir, cap),
         }
     }
-    fn r_cursor(
-        &mut self,
-        t: &Tree,
-        start: &At,
-        steps: u64,
-        n: u8,
-    ) -> jackdaw::Result<Vec<Option<Pair>>> {
+    fn r_cursor(&mut self, t: &Tree, start: &At, steps: u64, n: u8) -> jackdaw::Result<Vec<Option<Pair>>> {
         let mut c = self.cursor(t)?;
         drive_cursor(&mut c, start, steps, n)
     }
@@ -601,16 +574,10 @@ struct Model {
 
 impl Model {
     fn data(&self, mid: u64) -> Option<&Data> {
-        self.trees
-            .values()
-            .find(|(id, _)| *id == mid)
-            .map(|(_, d)| d)
+        self.trees.values().find(|(id, _)| *id == mid).map(|(_, d)| d)
     }
     fn data_mut(&mut self, mid: u64) -> Option<&mut Data> {
-        self.trees
-            .values_mut()
-            .find(|(id, _)| *id == mid)
-            .map(|(_, d)| d)
+        self.trees.values_mut().find(|(id, _)| *id == mid).map(|(_, d)| d)
     }
 }
 
@@ -641,11 +608,7 @@ impl Harness {
     fn opts(setup: &Setup) -> jackdaw::Options {
         test_opts()
             .flusher(setup.flusher)
-            .free_space(if setup.append_only {
-                FreeSpacePolicy::AppendOnly
-            } else {
-                FreeSpacePolicy::Reuse
-            })
+            .free_space(if setup.append_only { FreeSpacePolicy::AppendOnly } else { FreeSpacePolicy::Reuse })
             .write_once_min_pages(if setup.write_once_small { 4 } else { 64 })
     }
 
@@ -718,13 +681,7 @@ impl Harness {
     }
 
     /// Compare everything a reader sees with `model`.
-    fn verify(
-        r: &mut dyn Rd,
-        model: &Model,
-        handles: &BTreeMap<u64, Tree>,
-        what: &str,
-        dead_checks: &AtomicU64,
-    ) {
+    fn verify(r: &mut dyn Rd, model: &Model, handles: &BTreeMap<u64, Tree>, what: &str, dead_checks: &AtomicU64) {
         let names: Vec<String> = model.trees.keys().cloned().collect();
         assert_eq!(r.r_list().unwrap(), names, "{what}: list_trees");
         for (name, (mid, data)) in &model.trees {
@@ -739,21 +696,13 @@ impl Harness {
             );
             let got = r.r_scan(h, &all, Dir::Fwd, want.len() + 2).unwrap();
             if got != want {
-                panic!(
-                    "{what}: full forward scan of {} differs: {}",
-                    short(name.as_bytes()),
-                    diff(&got, &want)
-                );
+                panic!("{what}: full forward scan of {} differs: {}", short(name.as_bytes()), diff(&got, &want));
             }
             let mut rev = want.clone();
             rev.reverse();
             let got = r.r_scan(h, &all, Dir::Rev, want.len() + 2).unwrap();
             if got != rev {
-                panic!(
-                    "{what}: full reverse scan of {} differs: {}",
-                    short(name.as_bytes()),
-                    diff(&got, &rev)
-                );
+                panic!("{what}: full reverse scan of {} differs: {}", short(name.as_bytes()), diff(&got, &rev));
             }
             // The tree found by name is the same tree.
             let h2 = r
@@ -761,26 +710,15 @@ impl Harness {
                 .unwrap()
                 .unwrap_or_else(|| panic!("{what}: open_tree({}) is None", short(name.as_bytes())));
             assert_eq!(h2.name(), name);
-            assert_eq!(
-                r.r_entries(&h2).unwrap(),
-                data.len() as u64,
-                "{what}: entries through open_tree"
-            );
+            assert_eq!(r.r_entries(&h2).unwrap(), data.len() as u64, "{what}: entries through open_tree");
             if let Some((k, v)) = data.iter().next_back() {
-                assert_eq!(
-                    r.r_get(&h2, k).unwrap().as_ref(),
-                    Some(v),
-                    "{what}: get through open_tree"
-                );
+                assert_eq!(r.r_get(&h2, k).unwrap().as_ref(), Some(v), "{what}: get through open_tree");
             }
         }
         for (mid, h) in handles {
             if model.data(*mid).is_none() {
                 dead_checks.fetch_add(1, Relaxed);
-                assert_no_such(
-                    r.r_get(h, b"k"),
-                    &format!("{what}: get through a handle of a tree absent here"),
-                );
+                assert_no_such(r.r_get(h, b"k"), &format!("{what}: get through a handle of a tree absent here"));
                 assert_no_such(
                     r.r_scan(h, &Query::Prefix(Vec::new()), Dir::Fwd, 4),
                     &format!("{what}: scan through a dead handle"),
@@ -810,13 +748,7 @@ impl Harness {
     fn apply(&mut self, op: &Op) {
         self.step += 1;
         match op {
-            Op::Put {
-                t,
-                k,
-                v,
-                seed,
-                reader,
-            } => {
+            Op::Put { t, k, v, seed, reader } => {
                 self.begin();
                 let Some((mid, h)) = self.pick(&self.staged, *t) else {
                     return;
@@ -824,11 +756,7 @@ impl Harness {
                 let k = key_in(*k, self.staged.data(mid));
                 let v = value(*v, k.len(), *seed);
                 let tx = self.tx.as_mut().unwrap();
-                let r = if *reader {
-                    tx.put_reader(&h, &k, v.len() as u64, &v[..])
-                } else {
-                    tx.put(&h, &k, &v)
-                };
+                let r = if *reader { tx.put_reader(&h, &k, v.len() as u64, &v[..]) } else { tx.put(&h, &k, &v) };
                 let streamed = *reader && !is_inline(k.len(), v.len());
                 Cov::add(&self.cov.puts, 1);
                 Cov::add(&self.cov.overflow_puts, !is_inline(k.len(), v.len()) as u64);
@@ -836,9 +764,7 @@ impl Harness {
                 Cov::add(&self.cov.max_keys, (k.len() == MAX_KEY) as u64);
                 match self.staged.data_mut(mid) {
                     Some(d) => {
-                        r.unwrap_or_else(|e| {
-                            panic!("put {} ({} byte value): {e}", short(&k), v.len())
-                        });
+                        r.unwrap_or_else(|e| panic!("put {} ({} byte value): {e}", short(&k), v.len()));
                         if !streamed {
                             let got = tx.get(&h, &k).unwrap().map(|b| b.to_vec());
                             assert!(
@@ -891,11 +817,7 @@ impl Harness {
                     tx.put(&h, &k, &v).unwrap();
                     d.insert(k, v);
                 }
-                assert_eq!(
-                    tx.tree_stats(&h).unwrap().entries,
-                    d.len() as u64,
-                    "entries after bulk put"
-                );
+                assert_eq!(tx.tree_stats(&h).unwrap().entries, d.len() as u64, "entries after bulk put");
             }
             Op::DeleteMany { t, base, n, stride } => {
                 self.begin();
@@ -909,18 +831,9 @@ impl Harness {
                 };
                 for i in 0..*n as u32 {
                     let k = bulk_key(*base, i * (*stride).max(1) as u32);
-                    assert_eq!(
-                        tx.delete(&h, &k).unwrap(),
-                        d.remove(&k).is_some(),
-                        "bulk delete {}",
-                        short(&k)
-                    );
+                    assert_eq!(tx.delete(&h, &k).unwrap(), d.remove(&k).is_some(), "bulk delete {}", short(&k));
                 }
-                assert_eq!(
-                    tx.tree_stats(&h).unwrap().entries,
-                    d.len() as u64,
-                    "entries after bulk delete"
-                );
+                assert_eq!(tx.tree_stats(&h).unwrap().entries, d.len() as u64, "entries after bulk delete");
             }
             Op::PutBig { t, base, n } => {
                 self.begin();
@@ -934,8 +847,7 @@ impl Harness {
                 };
                 for i in 0..*n as u32 {
                     let (k, v) = (big_key(*base, i), pattern(i as usize % 4, i as u8));
-                    tx.put(&h, &k, &v)
-                        .unwrap_or_else(|e| panic!("put of big key #{i}: {e}"));
+                    tx.put(&h, &k, &v).unwrap_or_else(|e| panic!("put of big key #{i}: {e}"));
                     d.insert(k, v);
                 }
                 Cov::add(&self.cov.max_keys, *n as u64);
@@ -955,29 +867,16 @@ impl Harness {
                 }
                 let at = *at as usize % d.len();
                 let keys: Vec<Vec<u8>> = if *back {
-                    d.keys()
-                        .take(at + 1)
-                        .rev()
-                        .take(*n as usize)
-                        .cloned()
-                        .collect()
+                    d.keys().take(at + 1).rev().take(*n as usize).cloned().collect()
                 } else {
                     d.keys().skip(at).take(*n as usize).cloned().collect()
                 };
                 for k in keys {
-                    assert!(
-                        tx.delete(&h, &k).unwrap(),
-                        "delete of present key {}",
-                        short(&k)
-                    );
+                    assert!(tx.delete(&h, &k).unwrap(), "delete of present key {}", short(&k));
                     d.remove(&k);
                     Cov::add(&self.cov.deletes_found, 1);
                 }
-                assert_eq!(
-                    tx.tree_stats(&h).unwrap().entries,
-                    d.len() as u64,
-                    "entries after range delete"
-                );
+                assert_eq!(tx.tree_stats(&h).unwrap().entries, d.len() as u64, "entries after range delete");
             }
             Op::Get { t, k, in_tx } => {
                 if *in_tx && self.tx.is_some() {
@@ -987,12 +886,7 @@ impl Harness {
                     let k = key_in(*k, self.staged.data(mid));
                     let r = self.tx.as_mut().unwrap().r_get(&h, &k);
                     match self.staged.data(mid) {
-                        Some(d) => assert_eq!(
-                            r.unwrap().as_ref(),
-                            d.get(&k),
-                            "get {} in the write txn",
-                            short(&k)
-                        ),
+                        Some(d) => assert_eq!(r.unwrap().as_ref(), d.get(&k), "get {} in the write txn", short(&k)),
                         None => assert_no_such(r, "get in the write txn through a dead handle"),
                     }
                 } else {
@@ -1004,12 +898,7 @@ impl Harness {
                     match self.committed.data(mid) {
                         Some(d) => {
                             let want = d.get(&k);
-                            assert_eq!(
-                                r.get(&h, &k).unwrap().map(|b| b.to_vec()).as_ref(),
-                                want,
-                                "get {}",
-                                short(&k)
-                            );
+                            assert_eq!(r.get(&h, &k).unwrap().map(|b| b.to_vec()).as_ref(), want, "get {}", short(&k));
                             // The streaming reader yields the same bytes.
                             match (r.get_reader(&h, &k).unwrap(), want) {
                                 (None, None) => {}
@@ -1017,19 +906,12 @@ impl Harness {
                                     assert_eq!(rd.remaining(), w.len() as u64);
                                     let mut buf = Vec::new();
                                     rd.read_to_end(&mut buf).unwrap();
-                                    assert!(
-                                        buf == *w,
-                                        "get_reader {} yields other bytes",
-                                        short(&k)
-                                    );
+                                    assert!(buf == *w, "get_reader {} yields other bytes", short(&k));
                                     assert_eq!(rd.remaining(), 0);
                                 }
-                                (got, w) => panic!(
-                                    "get_reader {}: got {} want {}",
-                                    short(&k),
-                                    got.is_some(),
-                                    w.is_some()
-                                ),
+                                (got, w) => {
+                                    panic!("get_reader {}: got {} want {}", short(&k), got.is_some(), w.is_some())
+                                }
                             }
                         }
                         None => {
@@ -1042,20 +924,9 @@ impl Harness {
                     }
                 }
             }
-            Op::Scan {
-                t,
-                lo,
-                hi,
-                prefix,
-                dir,
-                in_tx,
-            } => {
+            Op::Scan { t, lo, hi, prefix, dir, in_tx } => {
                 let use_tx = *in_tx && self.tx.is_some();
-                let model = if use_tx {
-                    &self.staged
-                } else {
-                    &self.committed
-                };
+                let model = if use_tx { &self.staged } else { &self.committed };
                 let Some((mid, h)) = self.pick(model, *t) else {
                     return;
                 };
@@ -1075,11 +946,8 @@ impl Harness {
                     }
                 };
                 let want = model.data(mid).map(|d| {
-                    let ents: Vec<Pair> = d
-                        .iter()
-                        .filter(|(k, _)| q.matches(k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
+                    let ents: Vec<Pair> =
+                        d.iter().filter(|(k, _)| q.matches(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
                     expect_drive(ents, *dir)
                 });
                 let cap = want.as_ref().map_or(4, |w| w.len() + 2);
@@ -1104,26 +972,14 @@ impl Harness {
                     None => assert_no_such(got, "scan through a dead handle"),
                 }
             }
-            Op::Cursor {
-                t,
-                start,
-                steps,
-                n,
-                in_tx,
-            } => {
+            Op::Cursor { t, start, steps, n, in_tx } => {
                 let use_tx = *in_tx && self.tx.is_some();
-                let model = if use_tx {
-                    &self.staged
-                } else {
-                    &self.committed
-                };
+                let model = if use_tx { &self.staged } else { &self.committed };
                 let Some((mid, h)) = self.pick(model, *t) else {
                     return;
                 };
                 let start = resolve(start, model.data(mid));
-                let want = model
-                    .data(mid)
-                    .map(|d| expect_cursor(d, &start, *steps, *n));
+                let want = model.data(mid).map(|d| expect_cursor(d, &start, *steps, *n));
                 let got = if use_tx {
                     self.tx.as_mut().unwrap().r_cursor(&h, &start, *steps, *n)
                 } else {
@@ -1132,15 +988,10 @@ impl Harness {
                 match want {
                     Some(want) => {
                         let got = got.unwrap();
-                        Cov::add(
-                            &self.cov.cursor_steps,
-                            got.iter().filter(|x| x.is_some()).count() as u64,
-                        );
+                        Cov::add(&self.cov.cursor_steps, got.iter().filter(|x| x.is_some()).count() as u64);
                         if got != want {
                             let sh = |v: &Vec<Option<Pair>>| {
-                                v.iter()
-                                    .map(|x| x.as_ref().map(|p| short(&p.0)))
-                                    .collect::<Vec<_>>()
+                                v.iter().map(|x| x.as_ref().map(|p| short(&p.0))).collect::<Vec<_>>()
                             };
                             panic!(
                                 "cursor {} then steps {steps:#x} x{n}: got {:?} want {:?}",
@@ -1157,9 +1008,7 @@ impl Harness {
                 self.begin();
                 let nm = name(*n);
                 let tx = self.tx.as_mut().unwrap();
-                let h = tx
-                    .create_tree(&nm)
-                    .unwrap_or_else(|e| panic!("create_tree({}): {e}", short(nm.as_bytes())));
+                let h = tx.create_tree(&nm).unwrap_or_else(|e| panic!("create_tree({}): {e}", short(nm.as_bytes())));
                 assert_eq!(h.name(), nm);
                 match self.staged.trees.get(&nm) {
                     Some((_, d)) => {
@@ -1170,25 +1019,14 @@ impl Harness {
                             "create_tree of an existing tree opens it"
                         );
                         if let Some((k, v)) = d.iter().next() {
-                            assert_eq!(
-                                tx.get(&h, k).unwrap().map(|b| b.to_vec()).as_ref(),
-                                Some(v)
-                            );
+                            assert_eq!(tx.get(&h, k).unwrap().map(|b| b.to_vec()).as_ref(), Some(v));
                         }
                     }
                     None => {
                         // A new tree is empty, whatever a tree of that name held before.
                         let st = tx.tree_stats(&h).unwrap();
-                        assert_eq!(
-                            (st.entries, st.depth, st.leaf_pages),
-                            (0, 0, 0),
-                            "a new tree is empty"
-                        );
-                        assert_eq!(
-                            tx.range::<[u8], _>(&h, ..).unwrap().count(),
-                            0,
-                            "a new tree is empty"
-                        );
+                        assert_eq!((st.entries, st.depth, st.leaf_pages), (0, 0, 0), "a new tree is empty");
+                        assert_eq!(tx.range::<[u8], _>(&h, ..).unwrap().count(), 0, "a new tree is empty");
                         Cov::add(&self.cov.creates, 1);
                         let mid = self.next_mid;
                         self.next_mid += 1;
@@ -1205,21 +1043,12 @@ impl Harness {
                 let r = tx.delete_tree(&nm).unwrap();
                 let old = self.staged.trees.remove(&nm);
                 assert_eq!(r, old.is_some(), "delete_tree({})", short(nm.as_bytes()));
-                assert!(
-                    tx.open_tree(&nm).unwrap().is_none(),
-                    "open_tree after delete_tree"
-                );
+                assert!(tx.open_tree(&nm).unwrap().is_none(), "open_tree after delete_tree");
                 if let Some((mid, _)) = old {
                     Cov::add(&self.cov.tree_deletes, 1);
                     let h = self.handles[&mid].clone();
-                    assert_no_such(
-                        tx.get(&h, b"k"),
-                        "get through the handle of a tree deleted in this txn",
-                    );
-                    assert_no_such(
-                        tx.put(&h, b"k", b"v"),
-                        "put through the handle of a tree deleted in this txn",
-                    );
+                    assert_no_such(tx.get(&h, b"k"), "get through the handle of a tree deleted in this txn");
+                    assert_no_such(tx.put(&h, b"k", b"v"), "put through the handle of a tree deleted in this txn");
                 }
             }
             Op::Rename { from, to } => {
@@ -1227,34 +1056,20 @@ impl Harness {
                 let (f, t) = (name(*from), name(*to));
                 let tx = self.tx.as_mut().unwrap();
                 let r = tx.rename_tree(&f, &t);
-                let what = format!(
-                    "rename_tree({}, {})",
-                    short(f.as_bytes()),
-                    short(t.as_bytes())
-                );
+                let what = format!("rename_tree({}, {})", short(f.as_bytes()), short(t.as_bytes()));
                 if !self.staged.trees.contains_key(&f) {
-                    assert!(
-                        matches!(r, Err(Error::NoSuchTree(_))),
-                        "{what}: got {r:?}, want NoSuchTree"
-                    );
+                    assert!(matches!(r, Err(Error::NoSuchTree(_))), "{what}: got {r:?}, want NoSuchTree");
                 } else if f == t {
                     r.unwrap();
                 } else if self.staged.trees.contains_key(&t) {
-                    assert!(
-                        matches!(r, Err(Error::TreeExists(_))),
-                        "{what}: got {r:?}, want TreeExists"
-                    );
+                    assert!(matches!(r, Err(Error::TreeExists(_))), "{what}: got {r:?}, want TreeExists");
                 } else {
                     r.unwrap_or_else(|e| panic!("{what}: {e}"));
                     Cov::add(&self.cov.renames, 1);
                     let (mid, d) = self.staged.trees.remove(&f).unwrap();
                     // The old handle follows the tree.
                     let h = self.handles[&mid].clone();
-                    assert_eq!(
-                        tx.tree_stats(&h).unwrap().entries,
-                        d.len() as u64,
-                        "{what}: handle after rename"
-                    );
+                    assert_eq!(tx.tree_stats(&h).unwrap().entries, d.len() as u64, "{what}: handle after rename");
                     if let Some((k, v)) = d.iter().next_back() {
                         assert_eq!(
                             tx.get(&h, k).unwrap().map(|b| b.to_vec()).as_ref(),
@@ -1262,10 +1077,7 @@ impl Harness {
                             "{what}: get through the old handle"
                         );
                     }
-                    assert!(
-                        tx.open_tree(&f).unwrap().is_none(),
-                        "{what}: old name still opens"
-                    );
+                    assert!(tx.open_tree(&f).unwrap().is_none(), "{what}: old name still opens");
                     let h2 = tx.open_tree(&t).unwrap().expect("new name opens");
                     assert_eq!(tx.tree_stats(&h2).unwrap().entries, d.len() as u64);
                     self.staged.trees.insert(t, (mid, d));
@@ -1325,11 +1137,7 @@ impl Harness {
                     self.snaps.remove(0);
                 }
                 let r = self.env().read().unwrap();
-                self.snaps.push(Snap {
-                    r,
-                    model: self.committed.clone(),
-                    taken_at: self.step,
-                });
+                self.snaps.push(Snap { r, model: self.committed.clone(), taken_at: self.step });
             }
             Op::DropSnapshot(i) => {
                 if !self.snaps.is_empty() {
@@ -1398,13 +1206,7 @@ impl Rd for SnapRd<'_> {
             Query::Range(lo, hi) => drive(self.0.range(t, (lo.clone(), hi.clone()))?, dir, cap),
         }
     }
-    fn r_cursor(
-        &mut self,
-        t: &Tree,
-        start: &At,
-        steps: u64,
-        n: u8,
-    ) -> jackdaw::Result<Vec<Option<Pair>>> {
+    fn r_cursor(&mut self, t: &Tree, start: &At, steps: u64, n: u8) -> jackdaw::Result<Vec<Option<Pair>>> {
         let mut c = self.0.cursor(t)?;
         drive_cursor(&mut c, start, steps, n)
     }
@@ -1433,11 +1235,7 @@ fn show_query(q: &Query) -> String {
 
 /// Where two entry lists first differ.
 fn diff(got: &[Pair], want: &[Pair]) -> String {
-    let i = got
-        .iter()
-        .zip(want)
-        .position(|(a, b)| a != b)
-        .unwrap_or(got.len().min(want.len()));
+    let i = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
     let show = |x: Option<&Pair>| x.map(|(k, v)| format!("{} => {} bytes", short(k), v.len()));
     format!(
         "{} items, want {}; first difference at {i}: got {:?}, want {:?}",
@@ -1472,9 +1270,7 @@ impl Profile {
     /// Weights of the operations, in `Op` order.
     fn op_weights(self) -> [u32; 20] {
         match self {
-            Profile::Mixed => [
-                30, 10, 3, 2, 0, 2, 10, 10, 5, 4, 2, 3, 8, 2, 1, 2, 3, 1, 2, 2,
-            ],
+            Profile::Mixed => [30, 10, 3, 2, 0, 2, 10, 10, 5, 4, 2, 3, 8, 2, 1, 2, 3, 1, 2, 2],
             Profile::BigKeys => [15, 6, 1, 1, 8, 8, 5, 8, 4, 1, 1, 1, 8, 1, 1, 1, 2, 1, 1, 3],
         }
     }
@@ -1508,12 +1304,7 @@ fn b_strat(p: Profile) -> impl Strategy<Value = B> {
 }
 
 fn dir_strat() -> impl Strategy<Value = Dir> {
-    prop_oneof![
-        Just(Dir::Fwd),
-        Just(Dir::Rev),
-        any::<u64>().prop_map(Dir::Mixed),
-        (0u8..8).prop_map(Dir::Take)
-    ]
+    prop_oneof![Just(Dir::Fwd), Just(Dir::Rev), any::<u64>().prop_map(Dir::Mixed), (0u8..8).prop_map(Dir::Take)]
 }
 
 fn start_strat(p: Profile) -> impl Strategy<Value = Start> {
@@ -1526,28 +1317,11 @@ fn op_strat(p: Profile) -> impl Strategy<Value = Op> {
     let arms: Vec<(u32, BoxedStrategy<Op>)> = vec![
         (
             w[0],
-            (
-                any::<u8>(),
-                k_strat(p),
-                v_strat(),
-                any::<u8>(),
-                prop::bool::weighted(0.2),
-            )
-                .prop_map(|(t, k, v, seed, reader)| Op::Put {
-                    t,
-                    k,
-                    v,
-                    seed,
-                    reader,
-                })
+            (any::<u8>(), k_strat(p), v_strat(), any::<u8>(), prop::bool::weighted(0.2))
+                .prop_map(|(t, k, v, seed, reader)| Op::Put { t, k, v, seed, reader })
                 .boxed(),
         ),
-        (
-            w[1],
-            (any::<u8>(), k_strat(p))
-                .prop_map(|(t, k)| Op::Delete { t, k })
-                .boxed(),
-        ),
+        (w[1], (any::<u8>(), k_strat(p)).prop_map(|(t, k)| Op::Delete { t, k }).boxed()),
         (
             w[2],
             (any::<u8>(), 0u8..3, 50u16..700, 0u8..4)
@@ -1560,24 +1334,14 @@ fn op_strat(p: Profile) -> impl Strategy<Value = Op> {
                 .prop_map(|(t, base, n, stride)| Op::DeleteMany { t, base, n, stride })
                 .boxed(),
         ),
-        (
-            w[4],
-            (any::<u8>(), 0u8..4, 1u8..40)
-                .prop_map(|(t, base, n)| Op::PutBig { t, base, n })
-                .boxed(),
-        ),
+        (w[4], (any::<u8>(), 0u8..4, 1u8..40).prop_map(|(t, base, n)| Op::PutBig { t, base, n }).boxed()),
         (
             w[5],
             (any::<u8>(), any::<u16>(), 1u16..40, any::<bool>())
                 .prop_map(|(t, at, n, back)| Op::DeleteRange { t, at, n, back })
                 .boxed(),
         ),
-        (
-            w[6],
-            (any::<u8>(), k_strat(p), any::<bool>())
-                .prop_map(|(t, k, in_tx)| Op::Get { t, k, in_tx })
-                .boxed(),
-        ),
+        (w[6], (any::<u8>(), k_strat(p), any::<bool>()).prop_map(|(t, k, in_tx)| Op::Get { t, k, in_tx }).boxed()),
         (
             w[7],
             (
@@ -1588,48 +1352,18 @@ fn op_strat(p: Profile) -> impl Strategy<Value = Op> {
                 dir_strat(),
                 any::<bool>(),
             )
-                .prop_map(|(t, lo, hi, prefix, dir, in_tx)| Op::Scan {
-                    t,
-                    lo,
-                    hi,
-                    prefix,
-                    dir,
-                    in_tx,
-                })
+                .prop_map(|(t, lo, hi, prefix, dir, in_tx)| Op::Scan { t, lo, hi, prefix, dir, in_tx })
                 .boxed(),
         ),
         (
             w[8],
-            (
-                any::<u8>(),
-                start_strat(p),
-                any::<u64>(),
-                0u8..16,
-                any::<bool>(),
-            )
-                .prop_map(|(t, start, steps, n, in_tx)| Op::Cursor {
-                    t,
-                    start,
-                    steps,
-                    n,
-                    in_tx,
-                })
+            (any::<u8>(), start_strat(p), any::<u64>(), 0u8..16, any::<bool>())
+                .prop_map(|(t, start, steps, n, in_tx)| Op::Cursor { t, start, steps, n, in_tx })
                 .boxed(),
         ),
-        (
-            w[9],
-            (0..NAMES).prop_map(|name| Op::Create { name }).boxed(),
-        ),
-        (
-            w[10],
-            (0..NAMES).prop_map(|name| Op::DeleteTree { name }).boxed(),
-        ),
-        (
-            w[11],
-            (0..NAMES, 0..NAMES)
-                .prop_map(|(from, to)| Op::Rename { from, to })
-                .boxed(),
-        ),
+        (w[9], (0..NAMES).prop_map(|name| Op::Create { name }).boxed()),
+        (w[10], (0..NAMES).prop_map(|name| Op::DeleteTree { name }).boxed()),
+        (w[11], (0..NAMES, 0..NAMES).prop_map(|(from, to)| Op::Rename { from, to }).boxed()),
         (w[12], Just(Op::Commit).boxed()),
         (w[13], Just(Op::Abort).boxed()),
         (w[14], Just(Op::Reopen).boxed()),
@@ -1637,28 +1371,17 @@ fn op_strat(p: Profile) -> impl Strategy<Value = Op> {
         (w[16], Just(Op::Snapshot).boxed()),
         (w[17], any::<u8>().prop_map(Op::DropSnapshot).boxed()),
         (w[18], Just(Op::VerifySnapshots).boxed()),
-        (
-            w[19],
-            any::<bool>()
-                .prop_map(|in_tx| Op::VerifyAll { in_tx })
-                .boxed(),
-        ),
+        (w[19], any::<bool>().prop_map(|in_tx| Op::VerifyAll { in_tx }).boxed()),
     ];
     Union::new_weighted(arms.into_iter().filter(|(w, _)| *w > 0).collect())
 }
 
 fn setup_strat() -> impl Strategy<Value = Setup> {
-    (any::<bool>(), prop::bool::weighted(0.25), any::<bool>()).prop_map(
-        |(bg, append_only, write_once_small)| Setup {
-            flusher: if bg {
-                FlusherMode::Background
-            } else {
-                FlusherMode::Manual
-            },
-            append_only,
-            write_once_small,
-        },
-    )
+    (any::<bool>(), prop::bool::weighted(0.25), any::<bool>()).prop_map(|(bg, append_only, write_once_small)| Setup {
+        flusher: if bg { FlusherMode::Background } else { FlusherMode::Manual },
+        append_only,
+        write_once_small,
+    })
 }
 
 struct XorShift(u64);
@@ -1730,67 +1453,29 @@ fn gen_b(r: &mut XorShift, p: Profile) -> B {
 
 fn gen_op(r: &mut XorShift, p: Profile) -> Op {
     match r.weighted(&p.op_weights()) {
-        0 => Op::Put {
-            t: r.u8(),
-            k: gen_k(r, p),
-            v: gen_v(r),
-            seed: r.u8(),
-            reader: r.bool(0.2),
-        },
-        1 => Op::Delete {
-            t: r.u8(),
-            k: gen_k(r, p),
-        },
-        2 => Op::PutMany {
-            t: r.u8(),
-            base: r.below(3) as u8,
-            n: r.range(50, 700) as u16,
-            vlen: r.below(4) as u8,
-        },
+        0 => Op::Put { t: r.u8(), k: gen_k(r, p), v: gen_v(r), seed: r.u8(), reader: r.bool(0.2) },
+        1 => Op::Delete { t: r.u8(), k: gen_k(r, p) },
+        2 => Op::PutMany { t: r.u8(), base: r.below(3) as u8, n: r.range(50, 700) as u16, vlen: r.below(4) as u8 },
         3 => Op::DeleteMany {
             t: r.u8(),
             base: r.below(3) as u8,
             n: r.range(20, 700) as u16,
             stride: r.range(1, 4) as u8,
         },
-        4 => Op::PutBig {
-            t: r.u8(),
-            base: r.below(4) as u8,
-            n: r.range(1, 40) as u8,
-        },
-        5 => Op::DeleteRange {
-            t: r.u8(),
-            at: r.next() as u16,
-            n: r.range(1, 40) as u16,
-            back: r.bool(0.5),
-        },
-        6 => Op::Get {
-            t: r.u8(),
-            k: gen_k(r, p),
-            in_tx: r.bool(0.5),
-        },
+        4 => Op::PutBig { t: r.u8(), base: r.below(4) as u8, n: r.range(1, 40) as u8 },
+        5 => Op::DeleteRange { t: r.u8(), at: r.next() as u16, n: r.range(1, 40) as u16, back: r.bool(0.5) },
+        6 => Op::Get { t: r.u8(), k: gen_k(r, p), in_tx: r.bool(0.5) },
         7 => {
             let t = r.u8();
             let (lo, hi) = (gen_b(r, p), gen_b(r, p));
-            let prefix = if r.bool(0.3) {
-                Some((gen_k(r, p), r.below(20) as u8))
-            } else {
-                None
-            };
+            let prefix = if r.bool(0.3) { Some((gen_k(r, p), r.below(20) as u8)) } else { None };
             let dir = match r.below(4) {
                 0 => Dir::Fwd,
                 1 => Dir::Rev,
                 2 => Dir::Mixed(r.next()),
                 _ => Dir::Take(r.below(8) as u8),
             };
-            Op::Scan {
-                t,
-                lo,
-                hi,
-                prefix,
-                dir,
-                in_tx: r.bool(0.5),
-            }
+            Op::Scan { t, lo, hi, prefix, dir, in_tx: r.bool(0.5) }
         }
         8 => {
             let t = r.u8();
@@ -1800,24 +1485,11 @@ fn gen_op(r: &mut XorShift, p: Profile) -> Op {
                 2 => Start::First,
                 _ => Start::Last,
             };
-            Op::Cursor {
-                t,
-                start,
-                steps: r.next(),
-                n: r.below(16) as u8,
-                in_tx: r.bool(0.5),
-            }
+            Op::Cursor { t, start, steps: r.next(), n: r.below(16) as u8, in_tx: r.bool(0.5) }
         }
-        9 => Op::Create {
-            name: r.below(NAMES as u64) as u8,
-        },
-        10 => Op::DeleteTree {
-            name: r.below(NAMES as u64) as u8,
-        },
-        11 => Op::Rename {
-            from: r.below(NAMES as u64) as u8,
-            to: r.below(NAMES as u64) as u8,
-        },
+        9 => Op::Create { name: r.below(NAMES as u64) as u8 },
+        10 => Op::DeleteTree { name: r.below(NAMES as u64) as u8 },
+        11 => Op::Rename { from: r.below(NAMES as u64) as u8, to: r.below(NAMES as u64) as u8 },
         12 => Op::Commit,
         13 => Op::Abort,
         14 => Op::Reopen,
@@ -1831,11 +1503,7 @@ fn gen_op(r: &mut XorShift, p: Profile) -> Op {
 
 fn gen_setup(r: &mut XorShift) -> Setup {
     Setup {
-        flusher: if r.bool(0.5) {
-            FlusherMode::Background
-        } else {
-            FlusherMode::Manual
-        },
+        flusher: if r.bool(0.5) { FlusherMode::Background } else { FlusherMode::Manual },
         append_only: r.bool(0.25),
         write_once_small: r.bool(0.5),
     }
@@ -1848,11 +1516,7 @@ const DEFAULT_SEED: u64 = 0x7472_6565_6d6f_6465;
 
 fn env_seed() -> Option<u64> {
     let s = std::env::var("JACKDAW_SEED").ok()?;
-    Some(
-        s.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("JACKDAW_SEED={s:?} is not a u64")),
-    )
+    Some(s.trim().parse().unwrap_or_else(|_| panic!("JACKDAW_SEED={s:?} is not a u64")))
 }
 
 thread_local! {
@@ -1886,15 +1550,10 @@ impl Drop for OnPanic {
 fn run_case(setup: Setup, ops: &[Op], cov: &'static Cov) {
     let mut h = Harness::new(setup, cov);
     for (i, op) in ops.iter().enumerate() {
-        let _g = OnPanic(format!(
-            "tree_model: failed at op #{i} of {}: {op:?} ({setup:?})",
-            ops.len()
-        ));
+        let _g = OnPanic(format!("tree_model: failed at op #{i} of {}: {op:?} ({setup:?})", ops.len()));
         h.apply(op);
     }
-    let _g = OnPanic(format!(
-        "tree_model: failed in the final verification ({setup:?})"
-    ));
+    let _g = OnPanic(format!("tree_model: failed in the final verification ({setup:?})"));
     h.finish();
 }
 
@@ -1910,10 +1569,7 @@ fn proptest_driver(name: &str, profile: Profile, cases: u32, max_ops: usize) {
     };
     let cov: &'static Cov = Box::leak(Box::default());
     let mut runner = TestRunner::new(config);
-    let strategy = (
-        setup_strat(),
-        proptest::collection::vec(op_strat(profile), 1..max_ops),
-    );
+    let strategy = (setup_strat(), proptest::collection::vec(op_strat(profile), 1..max_ops));
     install_quiet_hook();
     QUIET.with(|q| q.set(true));
     let result = runner.run(&strategy, |(setup, ops)| {
@@ -1925,10 +1581,7 @@ fn proptest_driver(name: &str, profile: Profile, cases: u32, max_ops: usize) {
     if let Err(e) = result {
         // Run the minimal case once more, loudly: the failing operation and its message.
         if let proptest::test_runner::TestError::Fail(_, (setup, ops)) = &e {
-            eprintln!(
-                "{name}: minimal failing case: {setup:?}, {} ops:\n{ops:#?}",
-                ops.len()
-            );
+            eprintln!("{name}: minimal failing case: {setup:?}, {} ops:\n{ops:#?}", ops.len());
             let _ = std::panic::catch_unwind(|| run_case(*setup, ops, cov));
         }
         panic!("{name}: {e}\nreplay with JACKDAW_SEED={seed} cargo test --release -p jackdaw --test tree_model {name}");
@@ -1970,12 +1623,7 @@ fn tree_model_big_keys_proptest() {
 
 #[test]
 fn tree_model_big_keys_seeded() {
-    seeded_driver(
-        "tree_model_big_keys_seeded",
-        Profile::BigKeys,
-        20,
-        (150, 300),
-    );
+    seeded_driver("tree_model_big_keys_seeded", Profile::BigKeys, 20, (150, 300));
 }
 
 /// Removes its directory when dropped (declare it before the `Env`, so it is dropped after).
@@ -2033,18 +1681,11 @@ fn regression_put_reader_value_is_readable_in_its_own_transaction() {
         "get in the same txn: {:?}",
         got.map(|o| o.map(|b| b.len()))
     );
-    let n = tx
-        .range::<[u8], _>(&t, ..)
-        .unwrap()
-        .filter(|r| r.is_ok())
-        .count();
+    let n = tx.range::<[u8], _>(&t, ..).unwrap().filter(|r| r.is_ok()).count();
     assert_eq!(n, 1, "range in the same txn");
     tx.put(&t, b"k", b"small").unwrap();
     tx.commit().unwrap();
-    assert_eq!(
-        env.read().unwrap().get(&t, b"k").unwrap().unwrap().as_ref(),
-        b"small"
-    );
+    assert_eq!(env.read().unwrap().get(&t, b"k").unwrap().unwrap().as_ref(), b"small");
     env.check().unwrap();
 }
 
@@ -2073,32 +1714,16 @@ fn regression_branch_left_with_one_child_keeps_no_empty_leaf() {
     for i in [8, 7, 6] {
         assert!(tx.delete(&t, k(i)).unwrap());
     }
-    let keys: Vec<Vec<u8>> = tx
-        .range::<[u8], _>(&t, ..)
-        .unwrap()
-        .map(|r| r.unwrap().0.to_vec())
-        .collect();
-    assert!(
-        keys == (0..6).map(k).collect::<Vec<_>>(),
-        "range(..) in the write txn yields {} keys, want 6",
-        keys.len()
-    );
+    let keys: Vec<Vec<u8>> = tx.range::<[u8], _>(&t, ..).unwrap().map(|r| r.unwrap().0.to_vec()).collect();
+    assert!(keys == (0..6).map(k).collect::<Vec<_>>(), "range(..) in the write txn yields {} keys, want 6", keys.len());
     let mut c = tx.cursor(&t).unwrap();
     c.last().unwrap();
     let last = c.current().unwrap().map(|(key, _)| key.to_vec());
-    assert!(
-        last == Some(k(5)),
-        "cursor.last() is {:?}, want the 6th key",
-        last.map(|l| short(&l))
-    );
+    assert!(last == Some(k(5)), "cursor.last() is {:?}, want the 6th key", last.map(|l| short(&l)));
     drop(c);
     tx.commit().unwrap();
     let r = env.read().unwrap();
-    assert_eq!(
-        r.range::<[u8], _>(&t, ..).unwrap().count(),
-        6,
-        "range(..) after commit"
-    );
+    assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 6, "range(..) after commit");
     drop(r);
     if let Err(e) = env.check() {
         panic!("check() of a database built through the API: {e}");

@@ -38,11 +38,7 @@ fn sequential_inserts_fill_leaves_and_random_ones_half() {
     let entry = 5 + 16 + 100;
     let fs = fill_factor(&env, "seq", n, entry);
     let fr = fill_factor(&env, "rnd", n, entry);
-    println!(
-        "leaf fill factor: sequential {:.1}%, random {:.1}%",
-        fs * 100.0,
-        fr * 100.0
-    );
+    println!("leaf fill factor: sequential {:.1}%, random {:.1}%", fs * 100.0, fr * 100.0);
     assert!(fs > 0.90, "sequential fill {fs}");
     assert!(fr > 0.50, "random fill {fr}");
     env.check().unwrap();

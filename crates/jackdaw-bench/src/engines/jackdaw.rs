@@ -13,11 +13,7 @@ use jackdaw::{Durability, Env, FreeSpacePolicy, Options, ReadTxn, Tree, WriteTxn
 use std::path::Path;
 use std::time::Instant;
 
-pub const MODES: [&str; 3] = [
-    "Durability::None",
-    "Durability::Buffered",
-    "Durability::Sync",
-];
+pub const MODES: [&str; 3] = ["Durability::None", "Durability::Buffered", "Durability::Sync"];
 
 const TREE: &str = "kv";
 
@@ -37,8 +33,7 @@ impl JackdawEngine {
         if append_only {
             opts = opts.free_space(FreeSpacePolicy::AppendOnly);
         }
-        let env =
-            Env::open(dir, opts).with_context(|| format!("jackdaw: open {}", dir.display()))?;
+        let env = Env::open(dir, opts).with_context(|| format!("jackdaw: open {}", dir.display()))?;
         let existing = env.read()?.open_tree(TREE)?;
         let tree = match existing {
             Some(t) => t,
@@ -105,10 +100,7 @@ impl ReadOps for R<'_> {
 impl Engine for JackdawEngine {
     fn write(&self, f: &mut dyn FnMut(&mut dyn WriteOps) -> Result<()>) -> Result<CommitInfo> {
         let mut tx = self.env.write()?;
-        f(&mut W {
-            tx: &mut tx,
-            tree: &self.tree,
-        })?;
+        f(&mut W { tx: &mut tx, tree: &self.tree })?;
         let t = Instant::now();
         let st = tx.commit()?;
         let commit_time = t.elapsed();
@@ -126,10 +118,7 @@ impl Engine for JackdawEngine {
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
         let tx = self.env.read()?;
-        f(&R {
-            tx: &tx,
-            tree: &self.tree,
-        })
+        f(&R { tx: &tx, tree: &self.tree })
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -15,11 +15,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::time::Instant;
 
-pub const MODES: [&str; 3] = [
-    "MDB_NOSYNC|MDB_WRITEMAP|MDB_MAPASYNC",
-    "MDB_NOSYNC",
-    "default (sync at commit)",
-];
+pub const MODES: [&str; 3] = ["MDB_NOSYNC|MDB_WRITEMAP|MDB_MAPASYNC", "MDB_NOSYNC", "default (sync at commit)"];
 
 const MAP_SIZE: usize = 64 << 30;
 
@@ -91,11 +87,7 @@ impl ReadOps for R<'_, '_> {
             None => Bound::Unbounded,
         };
         // LMDB refuses an empty key (MDB_BAD_VALSIZE), so "from the start" is Unbounded.
-        let lo_b = if lo.is_empty() {
-            Bound::Unbounded
-        } else {
-            Bound::Included(lo)
-        };
+        let lo_b = if lo.is_empty() { Bound::Unbounded } else { Bound::Included(lo) };
         let range = (lo_b, hi_b);
         let mut n = 0;
         for item in self.db.range(self.tx, &range)? {
@@ -110,24 +102,15 @@ impl ReadOps for R<'_, '_> {
 impl Engine for LmdbEngine {
     fn write(&self, f: &mut dyn FnMut(&mut dyn WriteOps) -> Result<()>) -> Result<CommitInfo> {
         let mut tx = self.env.write_txn()?;
-        f(&mut W {
-            tx: &mut tx,
-            db: self.db,
-        })?;
+        f(&mut W { tx: &mut tx, db: self.db })?;
         let t = Instant::now();
         tx.commit()?;
-        Ok(CommitInfo {
-            commit_time: t.elapsed(),
-            jackdaw: None,
-        })
+        Ok(CommitInfo { commit_time: t.elapsed(), jackdaw: None })
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
         let tx = self.env.read_txn()?;
-        f(&R {
-            tx: &tx,
-            db: self.db,
-        })
+        f(&R { tx: &tx, db: self.db })
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -13,11 +13,8 @@ pub mod sqlite;
 
 /// RocksDB's mapping of none / buff / sync (kept here so that it is reported even when the
 /// adapter is not compiled in).
-pub const ROCKSDB_MODES: [&str; 3] = [
-    "sync=false, manual_wal_flush (never flushed by a commit)",
-    "sync=false",
-    "sync=true",
-];
+pub const ROCKSDB_MODES: [&str; 3] =
+    ["sync=false, manual_wal_flush (never flushed by a commit)", "sync=false", "sync=true"];
 
 #[cfg(feature = "rocksdb")]
 pub fn open_rocksdb(dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {

@@ -12,11 +12,7 @@ use redb::{Database, Durability, ReadOnlyTable, ReadableDatabase, Table, TableDe
 use std::path::Path;
 use std::time::Instant;
 
-pub const MODES: [&str; 3] = [
-    "Durability::None",
-    "Durability::None",
-    "Durability::Immediate",
-];
+pub const MODES: [&str; 3] = ["Durability::None", "Durability::None", "Durability::Immediate"];
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
 
@@ -28,9 +24,7 @@ pub struct RedbEngine {
 impl RedbEngine {
     pub fn open(dir: &Path, mode: Mode) -> Result<RedbEngine> {
         let path = dir.join("data.redb");
-        let db = Database::builder()
-            .create(&path)
-            .with_context(|| format!("redb: open {}", path.display()))?;
+        let db = Database::builder().create(&path).with_context(|| format!("redb: open {}", path.display()))?;
         let durability = match mode {
             Mode::None | Mode::Buff => Durability::None,
             Mode::Sync => Durability::Immediate,
@@ -100,10 +94,7 @@ impl Engine for RedbEngine {
         }
         let t = Instant::now();
         tx.commit()?;
-        Ok(CommitInfo {
-            commit_time: t.elapsed(),
-            jackdaw: None,
-        })
+        Ok(CommitInfo { commit_time: t.elapsed(), jackdaw: None })
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {

@@ -28,11 +28,7 @@ impl RocksdbEngine {
         let manual_wal = mode == Mode::None;
         o.set_manual_wal_flush(manual_wal);
         let db = DB::open(&o, dir).with_context(|| format!("rocksdb: open {}", dir.display()))?;
-        Ok(RocksdbEngine {
-            db,
-            sync: mode == Mode::Sync,
-            manual_wal,
-        })
+        Ok(RocksdbEngine { db, sync: mode == Mode::Sync, manual_wal })
     }
 }
 
@@ -101,21 +97,14 @@ impl Engine for RocksdbEngine {
         wo.set_sync(self.sync);
         let t = Instant::now();
         self.db.write_opt(batch, &wo)?;
-        Ok(CommitInfo {
-            commit_time: t.elapsed(),
-            jackdaw: None,
-        })
+        Ok(CommitInfo { commit_time: t.elapsed(), jackdaw: None })
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
         let snap = self.db.snapshot();
         let mut ro = ReadOptions::default();
         ro.set_snapshot(&snap);
-        f(&R {
-            db: &self.db,
-            snap: &snap,
-            ro,
-        })
+        f(&R { db: &self.db, snap: &snap, ro })
     }
 
     fn close(self: Box<Self>) -> Result<()> {

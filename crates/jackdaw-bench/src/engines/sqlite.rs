@@ -18,11 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-pub const MODES: [&str; 3] = [
-    "WAL, synchronous=OFF",
-    "WAL, synchronous=NORMAL",
-    "WAL, synchronous=FULL",
-];
+pub const MODES: [&str; 3] = ["WAL, synchronous=OFF", "WAL, synchronous=NORMAL", "WAL, synchronous=FULL"];
 
 const CACHE_KIB: i64 = 64 * 1024;
 
@@ -43,10 +39,7 @@ impl SqliteEngine {
         let path = dir.join("data.sqlite");
         let c = connect(&path)?;
         let jm: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        anyhow::ensure!(
-            jm.eq_ignore_ascii_case("wal"),
-            "sqlite: journal_mode is {jm}, not wal"
-        );
+        anyhow::ensure!(jm.eq_ignore_ascii_case("wal"), "sqlite: journal_mode is {jm}, not wal");
         let sync = match mode {
             Mode::None => "OFF",
             Mode::Buff => "NORMAL",
@@ -54,11 +47,7 @@ impl SqliteEngine {
         };
         c.pragma_update(None, "synchronous", sync)?;
         c.execute_batch("CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")?;
-        Ok(SqliteEngine {
-            path,
-            writer: Mutex::new(c),
-            readers: Mutex::new(Vec::new()),
-        })
+        Ok(SqliteEngine { path, writer: Mutex::new(c), readers: Mutex::new(Vec::new()) })
     }
 }
 
@@ -104,15 +93,11 @@ impl ReadOps for R<'_> {
         let mut st;
         let mut rows = match hi {
             Some(hi) => {
-                st = self
-                    .conn
-                    .prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 AND k < ?2 ORDER BY k")?;
+                st = self.conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 AND k < ?2 ORDER BY k")?;
                 st.query((lo, hi))?
             }
             None => {
-                st = self
-                    .conn
-                    .prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k")?;
+                st = self.conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k")?;
                 st.query([lo])?
             }
         };
@@ -137,10 +122,7 @@ impl Engine for SqliteEngine {
         }
         let t = Instant::now();
         tx.commit()?;
-        Ok(CommitInfo {
-            commit_time: t.elapsed(),
-            jackdaw: None,
-        })
+        Ok(CommitInfo { commit_time: t.elapsed(), jackdaw: None })
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
@@ -151,36 +133,22 @@ impl Engine for SqliteEngine {
         };
         conn.execute_batch("BEGIN")?;
         let res = (|| {
-            let r = R {
-                get: RefCell::new(conn.prepare_cached("SELECT v FROM kv WHERE k = ?1")?),
-                conn: &conn,
-            };
+            let r = R { get: RefCell::new(conn.prepare_cached("SELECT v FROM kv WHERE k = ?1")?), conn: &conn };
             f(&r)
         })();
         let end = conn.execute_batch("COMMIT");
-        self.readers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(conn);
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
         res?;
         end?;
         Ok(())
     }
 
     fn close(self: Box<Self>) -> Result<()> {
-        let SqliteEngine {
-            path: _,
-            writer,
-            readers,
-        } = *self;
+        let SqliteEngine { path: _, writer, readers } = *self;
         for c in readers.into_inner().unwrap_or_else(|e| e.into_inner()) {
             c.close().map_err(|(_, e)| e)?;
         }
-        writer
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .close()
-            .map_err(|(_, e)| e)?;
+        writer.into_inner().unwrap_or_else(|e| e.into_inner()).close().map_err(|(_, e)| e)?;
         Ok(())
     }
 }

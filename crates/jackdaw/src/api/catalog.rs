@@ -15,9 +15,7 @@ pub(crate) const ROOT_ID: u64 = 0;
 /// Longest tree name: a name and its 64-byte descriptor must fit one leaf entry (1,953 bytes at
 /// 4 KiB pages).
 pub fn max_tree_name(page_size: usize) -> usize {
-    crate::tree::node::max_entry(page_size)
-        - crate::tree::node::LEAF_ENTRY_HEADER
-        - crate::tree::DESC_LEN
+    crate::tree::node::max_entry(page_size) - crate::tree::node::LEAF_ENTRY_HEADER - crate::tree::DESC_LEN
 }
 
 pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
@@ -26,10 +24,7 @@ pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
     }
     let max = max_tree_name(page_size);
     if name.len() > max {
-        return Err(Error::KeyTooLarge {
-            len: name.len(),
-            max,
-        });
+        return Err(Error::KeyTooLarge { len: name.len(), max });
     }
     Ok(())
 }
@@ -52,10 +47,7 @@ pub(crate) fn lookup<P: PageRead + ?Sized>(
 }
 
 /// Every (name, descriptor) in name order.
-pub(crate) fn list<P: PageRead + ?Sized>(
-    p: &P,
-    root: &TreeDesc,
-) -> Result<Vec<(String, TreeDesc)>> {
+pub(crate) fn list<P: PageRead + ?Sized>(p: &P, root: &TreeDesc) -> Result<Vec<(String, TreeDesc)>> {
     let mut out = Vec::new();
     let mut c = Cursor::default();
     c.seek(p, root, Bound::Unbounded)?;
@@ -88,29 +80,18 @@ pub(crate) fn resolve<P: PageRead + ?Sized>(
             return Ok((tree.name.to_string(), d));
         }
     }
-    list(p, root)?
-        .into_iter()
-        .find(|(_, d)| d.id == tree.id)
-        .ok_or_else(|| Error::NoSuchTree(tree.name.to_string()))
+    list(p, root)?.into_iter().find(|(_, d)| d.id == tree.id).ok_or_else(|| Error::NoSuchTree(tree.name.to_string()))
 }
 
 pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {
-    Tree {
-        id: d.id,
-        db_id,
-        name: name.into(),
-        multi: d.kind() == TreeKind::Multi,
-    }
+    Tree { id: d.id, db_id, name: name.into(), multi: d.kind() == TreeKind::Multi }
 }
 
 /// Walk the root tree and every named tree: the pages they reach (meta page excluded), with every
 /// structural problem pushed to `problems`.
 pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>) -> Vec<u64> {
     let mut pages = Vec::new();
-    let meta = match p
-        .page(crate::data::file::META_PAGE)
-        .and_then(|m| crate::tree::Meta::decode(&m))
-    {
+    let meta = match p.page(crate::data::file::META_PAGE).and_then(|m| crate::tree::Meta::decode(&m)) {
         Ok(m) => m,
         Err(e) => {
             problems.push(format!("meta page: {e}"));
@@ -118,16 +99,9 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>)
         }
     };
     let mut named = Vec::new();
-    crate::tree::check::walk(
-        p,
-        "(root)",
-        &meta.root,
-        &mut pages,
-        problems,
-        &mut |k, _, v| {
-            named.push((String::from_utf8_lossy(k).into_owned(), TreeDesc::decode(v)));
-        },
-    );
+    crate::tree::check::walk(p, "(root)", &meta.root, &mut pages, problems, &mut |k, _, v| {
+        named.push((String::from_utf8_lossy(k).into_owned(), TreeDesc::decode(v)));
+    });
     let mut ids = std::collections::HashSet::new();
     for (name, d) in named {
         match d {

@@ -111,27 +111,13 @@ pub struct Values<S: Source> {
 }
 
 enum ValuesRepr<S: Source> {
-    List {
-        vals: Vec<Bytes>,
-        front: usize,
-        back: usize,
-    },
-    Tree {
-        src: S,
-        desc: TreeDesc,
-        it: Box<Iter<S>>,
-    },
+    List { vals: Vec<Bytes>, front: usize, back: usize },
+    Tree { src: S, desc: TreeDesc, it: Box<Iter<S>> },
 }
 
 impl<S: Source> Values<S> {
     pub(crate) fn empty() -> Values<S> {
-        Values {
-            repr: ValuesRepr::List {
-                vals: Vec::new(),
-                front: 0,
-                back: 0,
-            },
-        }
+        Values { repr: ValuesRepr::List { vals: Vec::new(), front: 0, back: 0 } }
     }
 
     pub(crate) fn from_stored(
@@ -147,44 +133,17 @@ impl<S: Source> Values<S> {
                 let list = decode_list(v)?;
                 let vals: Vec<Bytes> = list
                     .iter()
-                    .map(|x| {
-                        src.bytes(
-                            page,
-                            pgno,
-                            vstart + (x.as_ptr() as usize - v.as_ptr() as usize),
-                            x.len(),
-                        )
-                    })
+                    .map(|x| src.bytes(page, pgno, vstart + (x.as_ptr() as usize - v.as_ptr() as usize), x.len()))
                     .collect();
                 let back = vals.len();
-                Ok(Values {
-                    repr: ValuesRepr::List {
-                        vals,
-                        front: 0,
-                        back,
-                    },
-                })
+                Ok(Values { repr: ValuesRepr::List { vals, front: 0, back } })
             }
             FLAG_SUBTREE => {
                 let desc = TreeDesc::decode(v)?;
-                let it = Box::new(Iter::new(
-                    src.clone(),
-                    desc,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                ));
-                Ok(Values {
-                    repr: ValuesRepr::Tree {
-                        src: src.clone(),
-                        desc,
-                        it,
-                    },
-                })
+                let it = Box::new(Iter::new(src.clone(), desc, Bound::Unbounded, Bound::Unbounded));
+                Ok(Values { repr: ValuesRepr::Tree { src: src.clone(), desc, it } })
             }
-            f => Err(crate::Error::corrupted(
-                Some(pgno),
-                format!("multi-value entry with flags {f}"),
-            )),
+            f => Err(crate::Error::corrupted(Some(pgno), format!("multi-value entry with flags {f}"))),
         }
     }
 
@@ -197,12 +156,7 @@ impl<S: Source> Values<S> {
                 *back = vals.len();
             }
             ValuesRepr::Tree { src, desc, it } => {
-                **it = Iter::new(
-                    src.clone(),
-                    *desc,
-                    Bound::Included(value.to_vec()),
-                    Bound::Unbounded,
-                );
+                **it = Iter::new(src.clone(), *desc, Bound::Included(value.to_vec()), Bound::Unbounded);
             }
         }
     }
@@ -245,10 +199,7 @@ impl<S: Source> DoubleEndedIterator for Values<S> {
 fn pair<S: Source>(item: Result<Item<S>>) -> Result<(Bytes, Bytes)> {
     match item? {
         Item::Pair(k, v) => Ok((k, v)),
-        Item::Group(..) => Err(crate::Error::corrupted(
-            None,
-            "multi-value group in a plain tree",
-        )),
+        Item::Group(..) => Err(crate::Error::corrupted(None, "multi-value group in a plain tree")),
     }
 }
 
@@ -340,11 +291,7 @@ impl<S: Source> Iter<S> {
             return Some(item);
         }
         let p = self.src.pages();
-        let moved = if forward {
-            self.front.next(p)
-        } else {
-            self.back.prev(p)
-        };
+        let moved = if forward { self.front.next(p) } else { self.back.prev(p) };
         if let Err(e) = moved {
             self.done = true;
             return Some(Err(e));
@@ -361,11 +308,7 @@ impl<S: Source> Iter<S> {
             return self.outer(forward).map(pair);
         }
         loop {
-            let side = if forward {
-                &mut self.front_inner
-            } else {
-                &mut self.back_inner
-            };
+            let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
             if let Some((k, vals)) = side {
                 match vals.step(forward) {
                     Some(v) => return Some(v.map(|v| (k.clone(), v))),
@@ -374,27 +317,16 @@ impl<S: Source> Iter<S> {
             }
             match self.outer(forward) {
                 Some(Ok(Item::Group(k, vals))) => {
-                    let side = if forward {
-                        &mut self.front_inner
-                    } else {
-                        &mut self.back_inner
-                    };
+                    let side = if forward { &mut self.front_inner } else { &mut self.back_inner };
                     *side = Some((k, vals));
                 }
                 Some(Ok(Item::Pair(..))) => {
-                    return Some(Err(crate::Error::corrupted(
-                        None,
-                        "plain entry in a multi-value tree",
-                    )))
+                    return Some(Err(crate::Error::corrupted(None, "plain entry in a multi-value tree")))
                 }
                 Some(Err(e)) => return Some(Err(e)),
                 None => {
                     // The other end may hold the last key's remaining values.
-                    let other = if forward {
-                        &mut self.back_inner
-                    } else {
-                        &mut self.front_inner
-                    };
+                    let other = if forward { &mut self.back_inner } else { &mut self.front_inner };
                     let (k, vals) = other.as_mut()?;
                     return match vals.step(forward) {
                         Some(v) => Some(v.map(|v| (k.clone(), v))),
@@ -431,21 +363,15 @@ pub struct Cursor<S: Source> {
 
 impl<S: Source> Cursor<S> {
     pub(crate) fn new(src: S, desc: TreeDesc) -> Cursor<S> {
-        Cursor {
-            src,
-            desc,
-            c: TreeCursor::default(),
-        }
+        Cursor { src, desc, c: TreeCursor::default() }
     }
     /// Move to the first entry with key >= `key`.
     pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.c
-            .seek(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
+        self.c.seek(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
     }
     /// Move to the last entry with key <= `key`.
     pub fn seek_back(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.c
-            .seek_back(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
+        self.c.seek_back(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
     }
     pub fn first(&mut self) -> Result<()> {
         self.c.first(self.src.pages(), &self.desc)

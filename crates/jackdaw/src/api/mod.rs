@@ -69,17 +69,8 @@ pub struct Bytes(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Mapped {
-        snap: Arc<Snapshot>,
-        pgno: u64,
-        start: u32,
-        len: u32,
-    },
-    Held {
-        buf: PageBuf,
-        start: u32,
-        len: u32,
-    },
+    Mapped { snap: Arc<Snapshot>, pgno: u64, start: u32, len: u32 },
+    Held { buf: PageBuf, start: u32, len: u32 },
     Owned(Vec<u8>),
 }
 
@@ -88,19 +79,10 @@ impl Bytes {
         Bytes(Repr::Owned(v))
     }
     pub(crate) fn mapped(snap: &Arc<Snapshot>, pgno: u64, start: usize, len: usize) -> Bytes {
-        Bytes(Repr::Mapped {
-            snap: snap.clone(),
-            pgno,
-            start: start as u32,
-            len: len as u32,
-        })
+        Bytes(Repr::Mapped { snap: snap.clone(), pgno, start: start as u32, len: len as u32 })
     }
     pub(crate) fn held(buf: &PageBuf, start: usize, len: usize) -> Bytes {
-        Bytes(Repr::Held {
-            buf: buf.clone(),
-            start: start as u32,
-            len: len as u32,
-        })
+        Bytes(Repr::Held { buf: buf.clone(), start: start as u32, len: len as u32 })
     }
     /// Copy out.
     pub fn to_vec(&self) -> Vec<u8> {
@@ -112,12 +94,7 @@ impl AsRef<[u8]> for Bytes {
     #[inline]
     fn as_ref(&self) -> &[u8] {
         match &self.0 {
-            Repr::Mapped {
-                snap,
-                pgno,
-                start,
-                len,
-            } => snap
+            Repr::Mapped { snap, pgno, start, len } => snap
                 .view
                 .map
                 .raw(*pgno)
@@ -166,26 +143,19 @@ impl<const N: usize> PartialEq<&[u8; N]> for Bytes {
 pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
     let max = max_key_size(page_size);
     if key.len() > max {
-        return Err(Error::KeyTooLarge {
-            len: key.len(),
-            max,
-        });
+        return Err(Error::KeyTooLarge { len: key.len(), max });
     }
     Ok(())
 }
 
 pub(crate) fn check_value_len(len: u64) -> Result<()> {
     if len > MAX_VALUE_SIZE {
-        return Err(Error::ValueTooLarge {
-            len,
-            max: MAX_VALUE_SIZE,
-        });
+        return Err(Error::ValueTooLarge { len, max: MAX_VALUE_SIZE });
     }
     Ok(())
 }
 
 /// Whether a value of `vlen` bytes stays inline beside `key`.
 pub(crate) fn inline(key: &[u8], vlen: u64, page_size: usize) -> bool {
-    crate::tree::node::leaf_entry_size(key, 0) as u64 + vlen
-        <= crate::tree::node::max_entry(page_size) as u64
+    crate::tree::node::leaf_entry_size(key, 0) as u64 + vlen <= crate::tree::node::max_entry(page_size) as u64
 }

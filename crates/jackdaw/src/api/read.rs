@@ -88,14 +88,7 @@ impl ReadTxn {
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let (_, d) = catalog::resolve(
-            &*self.snap,
-            &root,
-            &mut st.cache,
-            tree,
-            self.snap.core.db_id,
-            &mut st.touched,
-        )?;
+        let (_, d) = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
         st.trees.insert(tree.id, d);
         Ok(d)
     }
@@ -114,18 +107,13 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let _ = ROOT_ID;
-        Ok(
-            catalog::lookup(&*self.snap, &root, &mut st.cache, name, &mut st.touched)?
-                .map(|d| catalog::handle(name, &d, self.db_id())),
-        )
+        Ok(catalog::lookup(&*self.snap, &root, &mut st.cache, name, &mut st.touched)?
+            .map(|d| catalog::handle(name, &d, self.db_id())))
     }
 
     /// Names of all trees, in order.
     pub fn list_trees(&self) -> Result<Vec<String>> {
-        Ok(catalog::list(&*self.snap, &self.root()?)?
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect())
+        Ok(catalog::list(&*self.snap, &self.root()?)?.into_iter().map(|(n, _)| n).collect())
     }
 
     /// Statistics of `tree`.
@@ -149,13 +137,7 @@ impl ReadTxn {
         }
         let src = SnapSource(self.snap.clone());
         let pgno = crate::data::page::page_no(&f.page);
-        Ok(Some(super::iter::Source::bytes(
-            &src,
-            &f.page,
-            pgno,
-            start,
-            v.len(),
-        )))
+        Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
     }
 
     /// A streaming reader over the value of `key` (no full copy in memory).
@@ -163,36 +145,15 @@ impl ReadTxn {
         let desc = self.plain(tree)?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let Some(f) = btree::get(
-            &*self.snap,
-            &desc,
-            &mut st.cache,
-            key.as_ref(),
-            &mut st.touched,
-        )?
-        else {
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(None);
         };
         let (flags, v, _) = f.value()?;
         Ok(Some(if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
-            ValueReader {
-                snap: self.snap.clone(),
-                inline: Vec::new(),
-                pos: 0,
-                next: first,
-                left: len,
-                buf: Vec::new(),
-            }
+            ValueReader { snap: self.snap.clone(), inline: Vec::new(), pos: 0, next: first, left: len, buf: Vec::new() }
         } else {
-            ValueReader {
-                snap: self.snap.clone(),
-                inline: v.to_vec(),
-                pos: 0,
-                next: 0,
-                left: 0,
-                buf: Vec::new(),
-            }
+            ValueReader { snap: self.snap.clone(), inline: v.to_vec(), pos: 0, next: 0, left: 0, buf: Vec::new() }
         }))
     }
 
@@ -209,13 +170,7 @@ impl ReadTxn {
         let desc = self.multi(tree)?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        multi::count(
-            &*self.snap,
-            &desc,
-            &mut st.cache,
-            key.as_ref(),
-            &mut st.touched,
-        )
+        multi::count(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)
     }
 
     /// The values of `key` in a multi-value tree, in order (double-ended, seekable).
@@ -224,14 +179,7 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let src = SnapSource(self.snap.clone());
-        let Some(f) = btree::get(
-            &*self.snap,
-            &desc,
-            &mut st.cache,
-            key.as_ref(),
-            &mut st.touched,
-        )?
-        else {
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(Values::empty());
         };
         let (flags, v, vstart) = f.value()?;
@@ -241,11 +189,7 @@ impl ReadTxn {
 
     /// Entries with keys in `range`, in order (double-ended); one item per value in a
     /// multi-value tree, in (key, value) order.
-    pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(
-        &self,
-        tree: &Tree,
-        range: R,
-    ) -> Result<Range> {
+    pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(&self, tree: &Tree, range: R) -> Result<Range> {
         let desc = self.desc(tree)?;
         let (lo, hi) = owned_bounds(&range);
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
@@ -260,10 +204,7 @@ impl ReadTxn {
 
     /// A cursor over `tree`.
     pub fn cursor(&self, tree: &Tree) -> Result<Cursor<SnapSource>> {
-        Ok(Cursor::new(
-            SnapSource(self.snap.clone()),
-            self.plain(tree)?,
-        ))
+        Ok(Cursor::new(SnapSource(self.snap.clone()), self.plain(tree)?))
     }
 }
 
@@ -296,10 +237,7 @@ impl std::io::Read for ValueReader {
             return Ok(0);
         }
         if self.next == 0 {
-            return Err(std::io::Error::other(Error::corrupted(
-                None,
-                "overflow chain ends early",
-            )));
+            return Err(std::io::Error::other(Error::corrupted(None, "overflow chain ends early")));
         }
         let page = self.snap.page(self.next).map_err(std::io::Error::other)?;
         let (next, len) = overflow::link(&page, self.next).map_err(std::io::Error::other)?;
@@ -310,8 +248,7 @@ impl std::io::Read for ValueReader {
             )));
         }
         self.buf.clear();
-        self.buf
-            .extend_from_slice(&page[overflow::DATA_AT..overflow::DATA_AT + len]);
+        self.buf.extend_from_slice(&page[overflow::DATA_AT..overflow::DATA_AT + len]);
         drop(page);
         std::mem::swap(&mut self.inline, &mut self.buf);
         self.pos = 0;

@@ -24,10 +24,7 @@ use std::sync::Arc;
 pub(crate) fn check_multi_key(key: &[u8], page_size: usize) -> Result<()> {
     let max = catalog::max_tree_name(page_size);
     if key.len() > max {
-        return Err(Error::KeyTooLarge {
-            len: key.len(),
-            max,
-        });
+        return Err(Error::KeyTooLarge { len: key.len(), max });
     }
     Ok(())
 }
@@ -58,9 +55,7 @@ impl WriteTxn {
     pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
         let raw = PageTxn::begin(core, wait)?;
         let meta = Meta::decode(&raw.page(META_PAGE)?)?;
-        let next_tree_id = meta
-            .next_tree_id
-            .max(core.tree_ids.load(std::sync::atomic::Ordering::Relaxed));
+        let next_tree_id = meta.next_tree_id.max(core.tree_ids.load(std::sync::atomic::Ordering::Relaxed));
         Ok(WriteTxn {
             raw,
             db_id: core.db_id,
@@ -132,22 +127,9 @@ impl WriteTxn {
 
     fn state(&mut self, tree: &Tree) -> Result<&mut TreeState> {
         if !self.trees.contains_key(&tree.id) {
-            let (name, desc) = catalog::resolve(
-                &self.raw,
-                &self.root,
-                &mut self.cache,
-                tree,
-                self.db_id,
-                &mut self.touched,
-            )?;
-            self.trees.insert(
-                tree.id,
-                TreeState {
-                    name,
-                    desc,
-                    dirty: false,
-                },
-            );
+            let (name, desc) =
+                catalog::resolve(&self.raw, &self.root, &mut self.cache, tree, self.db_id, &mut self.touched)?;
+            self.trees.insert(tree.id, TreeState { name, desc, dirty: false });
         }
         Ok(self.trees.get_mut(&tree.id).expect("inserted"))
     }
@@ -173,15 +155,9 @@ impl WriteTxn {
             }
             return Ok(t);
         }
-        let desc = TreeDesc {
-            id: self.next_tree_id,
-            kind: kind as u32,
-            ..TreeDesc::default()
-        };
+        let desc = TreeDesc { id: self.next_tree_id, kind: kind as u32, ..TreeDesc::default() };
         self.next_tree_id += 1;
-        self.core
-            .tree_ids
-            .fetch_max(self.next_tree_id, std::sync::atomic::Ordering::Relaxed);
+        self.core.tree_ids.fetch_max(self.next_tree_id, std::sync::atomic::Ordering::Relaxed);
         self.meta_dirty = true;
         self.change(|t| {
             btree::put(
@@ -194,26 +170,13 @@ impl WriteTxn {
                 &mut t.touched,
             )
         })?;
-        self.trees.insert(
-            desc.id,
-            TreeState {
-                name: name.to_string(),
-                desc,
-                dirty: false,
-            },
-        );
+        self.trees.insert(desc.id, TreeState { name: name.to_string(), desc, dirty: false });
         Ok(catalog::handle(name, &desc, self.db_id))
     }
 
     /// The tree named `name`, if it exists.
     pub fn open_tree(&mut self, name: &str) -> Result<Option<Tree>> {
-        let found = catalog::lookup(
-            &self.raw,
-            &self.root,
-            &mut self.cache,
-            name,
-            &mut self.touched,
-        )?;
+        let found = catalog::lookup(&self.raw, &self.root, &mut self.cache, name, &mut self.touched)?;
         Ok(found.map(|d| {
             let d = self.trees.get(&d.id).map_or(d, |s| s.desc);
             catalog::handle(name, &d, self.db_id)
@@ -228,13 +191,7 @@ impl WriteTxn {
         let desc = self.state(&t)?.desc;
         self.change(|t| {
             btree::free_all(&mut t.raw, &desc)?;
-            btree::delete(
-                &mut t.raw,
-                &mut t.root,
-                &mut t.cache,
-                name.as_bytes(),
-                &mut t.touched,
-            )
+            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, name.as_bytes(), &mut t.touched)
         })?;
         self.trees.remove(&desc.id);
         self.cache.clear_tree(desc.id);
@@ -245,9 +202,7 @@ impl WriteTxn {
     /// Rename a tree; handles keep working. Fails with `NoSuchTree` or `TreeExists`.
     pub fn rename_tree(&mut self, old: &str, new: &str) -> Result<()> {
         catalog::check_name(new, self.raw.page_size())?;
-        let t = self
-            .open_tree(old)?
-            .ok_or_else(|| Error::NoSuchTree(old.to_string()))?;
+        let t = self.open_tree(old)?.ok_or_else(|| Error::NoSuchTree(old.to_string()))?;
         if old == new {
             return Ok(());
         }
@@ -256,13 +211,7 @@ impl WriteTxn {
         }
         let desc = self.state(&t)?.desc;
         self.change(|t| {
-            btree::delete(
-                &mut t.raw,
-                &mut t.root,
-                &mut t.cache,
-                old.as_bytes(),
-                &mut t.touched,
-            )?;
+            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, old.as_bytes(), &mut t.touched)?;
             btree::put(
                 &mut t.raw,
                 &mut t.root,
@@ -280,10 +229,7 @@ impl WriteTxn {
 
     /// Names of all trees, in order.
     pub fn list_trees(&self) -> Result<Vec<String>> {
-        Ok(catalog::list(&self.raw, &self.root)?
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect())
+        Ok(catalog::list(&self.raw, &self.root)?.into_iter().map(|(n, _)| n).collect())
     }
 
     /// Statistics of `tree`, as this transaction leaves it.
@@ -292,12 +238,7 @@ impl WriteTxn {
     }
 
     /// Insert or replace `key`.
-    pub fn put(
-        &mut self,
-        tree: &Tree,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> Result<()> {
+    pub fn put(&mut self, tree: &Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
         let ps = self.raw.page_size();
         check_key(key, ps)?;
@@ -305,28 +246,12 @@ impl WriteTxn {
         let mut desc = self.desc(tree, TreeKind::Plain)?;
         self.change(|t| {
             if inline(key, value.len() as u64, ps) {
-                btree::put(
-                    &mut t.raw,
-                    &mut desc,
-                    &mut t.cache,
-                    key,
-                    FLAG_INLINE,
-                    value,
-                    &mut t.touched,
-                )?;
+                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_INLINE, value, &mut t.touched)?;
             } else {
                 let (first, n) = overflow::write(&mut t.raw, value)?;
                 desc.overflow_pages += n;
                 let r = overflow::encode_ref(value.len() as u64, first);
-                btree::put(
-                    &mut t.raw,
-                    &mut desc,
-                    &mut t.cache,
-                    key,
-                    FLAG_OVERFLOW,
-                    &r,
-                    &mut t.touched,
-                )?;
+                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)?;
             }
             Ok(())
         })?;
@@ -336,22 +261,14 @@ impl WriteTxn {
 
     /// Insert or replace `key` with `len` bytes read from `reader`, streamed straight to overflow
     /// pages in the data file (never a full copy in memory).
-    pub fn put_reader(
-        &mut self,
-        tree: &Tree,
-        key: impl AsRef<[u8]>,
-        len: u64,
-        mut reader: impl Read,
-    ) -> Result<()> {
+    pub fn put_reader(&mut self, tree: &Tree, key: impl AsRef<[u8]>, len: u64, mut reader: impl Read) -> Result<()> {
         let key = key.as_ref();
         let ps = self.raw.page_size();
         check_key(key, ps)?;
         check_value_len(len)?;
         if inline(key, len, ps) {
             let mut v = vec![0u8; len as usize];
-            reader
-                .read_exact(&mut v)
-                .map_err(|e| Error::io("read value from caller's reader", e))?;
+            reader.read_exact(&mut v).map_err(|e| Error::io("read value from caller's reader", e))?;
             return self.put(tree, key, v);
         }
         let mut desc = self.desc(tree, TreeKind::Plain)?;
@@ -359,15 +276,7 @@ impl WriteTxn {
             let (first, n) = overflow::write_stream(&mut t.raw, len, &mut reader)?;
             desc.overflow_pages += n;
             let r = overflow::encode_ref(len, first);
-            btree::put(
-                &mut t.raw,
-                &mut desc,
-                &mut t.cache,
-                key,
-                FLAG_OVERFLOW,
-                &r,
-                &mut t.touched,
-            )
+            btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)
         })?;
         self.store(tree, desc);
         Ok(())
@@ -383,15 +292,8 @@ impl WriteTxn {
     /// Delete `key`; true if it was present.
     pub fn delete(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<bool> {
         let mut desc = self.desc(tree, TreeKind::Plain)?;
-        let found = self.change(|t| {
-            btree::delete(
-                &mut t.raw,
-                &mut desc,
-                &mut t.cache,
-                key.as_ref(),
-                &mut t.touched,
-            )
-        })?;
+        let found =
+            self.change(|t| btree::delete(&mut t.raw, &mut desc, &mut t.cache, key.as_ref(), &mut t.touched))?;
         if found {
             self.store(tree, desc);
         }
@@ -401,14 +303,7 @@ impl WriteTxn {
     /// The value of `key` as this transaction sees it (a copy).
     pub fn get(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let desc = self.desc(tree, TreeKind::Plain)?;
-        let Some(f) = btree::get(
-            &self.raw,
-            &desc,
-            &mut self.cache,
-            key.as_ref(),
-            &mut self.touched,
-        )?
-        else {
+        let Some(f) = btree::get(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)? else {
             return Ok(None);
         };
         let (flags, v, _) = f.value()?;
@@ -436,58 +331,28 @@ impl WriteTxn {
         check_multi_key(key, ps)?;
         let max = crate::tree::node::max_key_size(ps);
         if value.len() > max {
-            return Err(Error::ValueTooLarge {
-                len: value.len() as u64,
-                max: max as u64,
-            });
+            return Err(Error::ValueTooLarge { len: value.len() as u64, max: max as u64 });
         }
         Ok(())
     }
 
     /// Add `value` to `key`'s values; false if it was there already (a no-op).
-    pub fn multi_put(
-        &mut self,
-        tree: &Tree,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> Result<bool> {
+    pub fn multi_put(&mut self, tree: &Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<bool> {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let added = self.change(|t| {
-            multi::put(
-                &mut t.raw,
-                &mut desc,
-                &mut t.cache,
-                key,
-                value,
-                &mut t.touched,
-            )
-        })?;
+        let added = self.change(|t| multi::put(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
         self.store(tree, desc);
         Ok(added)
     }
 
     /// Remove `value` from `key`'s values; false if it was not there.
-    pub fn multi_delete(
-        &mut self,
-        tree: &Tree,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> Result<bool> {
+    pub fn multi_delete(&mut self, tree: &Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<bool> {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let removed = self.change(|t| {
-            multi::delete(
-                &mut t.raw,
-                &mut desc,
-                &mut t.cache,
-                key,
-                value,
-                &mut t.touched,
-            )
-        })?;
+        let removed =
+            self.change(|t| multi::delete(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
         if removed {
             self.store(tree, desc);
         }
@@ -499,9 +364,7 @@ impl WriteTxn {
         let key = key.as_ref();
         check_multi_key(key, self.raw.page_size())?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let n = self.change(|t| {
-            multi::delete_all(&mut t.raw, &mut desc, &mut t.cache, key, &mut t.touched)
-        })?;
+        let n = self.change(|t| multi::delete_all(&mut t.raw, &mut desc, &mut t.cache, key, &mut t.touched))?;
         if n > 0 {
             self.store(tree, desc);
         }
@@ -511,31 +374,14 @@ impl WriteTxn {
     /// Number of values of `key`, in O(1).
     pub fn multi_count(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
         let desc = self.desc(tree, TreeKind::Multi)?;
-        multi::count(
-            &self.raw,
-            &desc,
-            &mut self.cache,
-            key.as_ref(),
-            &mut self.touched,
-        )
+        multi::count(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)
     }
 
     /// The values of `key`, in order, seeing this transaction's changes.
-    pub fn multi_get(
-        &mut self,
-        tree: &Tree,
-        key: impl AsRef<[u8]>,
-    ) -> Result<Values<TxSource<'_>>> {
+    pub fn multi_get(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Values<TxSource<'_>>> {
         let desc = self.desc(tree, TreeKind::Multi)?;
         let src = TxSource(&self.raw);
-        let Some(f) = btree::get(
-            &self.raw,
-            &desc,
-            &mut self.cache,
-            key.as_ref(),
-            &mut self.touched,
-        )?
-        else {
+        let Some(f) = btree::get(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)? else {
             return Ok(Values::empty());
         };
         let (flags, v, vstart) = f.value()?;
@@ -588,12 +434,8 @@ impl WriteTxn {
                 "an earlier operation of this transaction failed ({e}); it can only be aborted"
             )));
         }
-        let mut dirty: Vec<(String, TreeDesc)> = self
-            .trees
-            .values()
-            .filter(|s| s.dirty)
-            .map(|s| (s.name.clone(), s.desc))
-            .collect();
+        let mut dirty: Vec<(String, TreeDesc)> =
+            self.trees.values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, desc) in dirty {
             btree::put(
@@ -610,10 +452,7 @@ impl WriteTxn {
         if self.meta_dirty {
             let old = Meta::decode(&self.raw.page(META_PAGE)?)?;
             if old.next_tree_id != self.next_tree_id || old.root != self.root {
-                let meta = Meta {
-                    next_tree_id: self.next_tree_id,
-                    root: self.root,
-                };
+                let meta = Meta { next_tree_id: self.next_tree_id, root: self.root };
                 meta.encode(self.raw.page_mut(META_PAGE)?);
             }
         }

@@ -59,18 +59,13 @@ pub(crate) struct MapState {
 impl MapState {
     fn new(map: Arc<dyn Mapping>, page_size: usize, prev: Option<&MapState>) -> MapState {
         let pages = map.len() / page_size;
-        let verified: Box<[AtomicU64]> =
-            (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let verified: Box<[AtomicU64]> = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         if let Some(p) = prev {
             for (a, b) in verified.iter().zip(p.verified.iter()) {
                 a.store(b.load(Ordering::Relaxed), Ordering::Relaxed);
             }
         }
-        MapState {
-            map,
-            page_size,
-            verified,
-        }
+        MapState { map, page_size, verified }
     }
 
     /// Pages covered by the mapping.
@@ -97,13 +92,7 @@ impl MapState {
             .and_then(|p| p.checked_mul(self.page_size))
             .ok_or_else(|| Error::corrupted(Some(pgno), "page number out of range"))?;
         self.map.slice(off, self.page_size).ok_or_else(|| {
-            Error::corrupted(
-                Some(pgno),
-                format!(
-                    "page is past the end of the data file ({} pages)",
-                    self.pages()
-                ),
-            )
+            Error::corrupted(Some(pgno), format!("page is past the end of the data file ({} pages)", self.pages()))
         })
     }
 }
@@ -144,9 +133,8 @@ impl DataFile {
 
     /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped.
     pub(crate) fn ensure_pages(&self, pages: u64) -> Result<()> {
-        let need = pages
-            .checked_mul(self.page_size as u64)
-            .ok_or_else(|| Error::Invalid("database too large".into()))?;
+        let need =
+            pages.checked_mul(self.page_size as u64).ok_or_else(|| Error::Invalid("database too large".into()))?;
         if need <= self.len() {
             return Ok(());
         }
@@ -177,22 +165,16 @@ impl DataFile {
 
     /// Read a page with `pread` (recovery, where the map may be stale).
     pub(crate) fn read_page(&self, pgno: u64, buf: &mut [u8]) -> Result<()> {
-        self.file
-            .read_exact_at(buf, pgno * self.page_size as u64)
-            .ctx("read data page")
+        self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
     }
 
     pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
         debug_assert_eq!(buf.len(), self.page_size);
-        self.file
-            .write_all_at(buf, pgno * self.page_size as u64)
-            .ctx("write data page")
+        self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")
     }
 
     pub(crate) fn write_pages(&self, first: u64, bufs: &[std::io::IoSlice<'_>]) -> Result<()> {
-        self.file
-            .write_vectored_at(bufs, first * self.page_size as u64)
-            .ctx("write data pages")
+        self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")
     }
 
     /// Pace writeback of pages `[first, first + n)` (see `StorageFile::write_back`).
@@ -209,12 +191,8 @@ impl DataFile {
         let slot = h.revision & 1;
         let mut block = vec![0u8; SLOT_WRITE];
         block[..super::header::HEADER_LEN].copy_from_slice(&h.encode());
-        self.file
-            .write_all_at(&block, slot * self.page_size as u64)
-            .ctx("write header slot")?;
-        self.file
-            .sync_data(SyncSite::Header)
-            .ctx("sync header slot")
+        self.file.write_all_at(&block, slot * self.page_size as u64).ctx("write header slot")?;
+        self.file.sync_data(SyncSite::Header).ctx("sync header slot")
     }
 
     /// Decode both slots (a file too short for a slot yields `Foreign` for it).
@@ -250,9 +228,7 @@ impl DataFile {
         };
         let b = slot(ps)?;
         let b = match b {
-            Ok(h) if h.page_size as u64 != ps => {
-                Err(super::header::SlotError::Damaged("slot 1 page size".into()))
-            }
+            Ok(h) if h.page_size as u64 != ps => Err(super::header::SlotError::Damaged("slot 1 page size".into())),
             other => other,
         };
         Header::choose(a, b)

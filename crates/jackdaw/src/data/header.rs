@@ -107,32 +107,25 @@ impl Header {
             journal_offset: le64(b, 56),
         };
         if h.next_page < crate::data::file::FIRST_FREE_PAGE {
-            return Err(SlotError::Damaged(format!(
-                "next_page {} below the fixed pages",
-                h.next_page
-            )));
+            return Err(SlotError::Damaged(format!("next_page {} below the fixed pages", h.next_page)));
         }
         Ok(h)
     }
 
     /// Pick the newer of two decoded slots; map the failures of both to the right error.
-    pub(crate) fn choose(
-        a: Result<Header, SlotError>,
-        b: Result<Header, SlotError>,
-    ) -> Result<Header> {
+    pub(crate) fn choose(a: Result<Header, SlotError>, b: Result<Header, SlotError>) -> Result<Header> {
         match (a, b) {
             (Ok(x), Ok(y)) => Ok(if y.revision > x.revision { y } else { x }),
             (Ok(x), Err(_)) | (Err(_), Ok(x)) => Ok(x),
             (Err(SlotError::Incompatible(m)), _) | (_, Err(SlotError::Incompatible(m))) => {
                 Err(Error::IncompatibleFormat(m))
             }
-            (Err(SlotError::Foreign), Err(SlotError::Foreign)) => Err(Error::NotADatabase(
-                "no Jackdaw header in either slot".into(),
-            )),
-            (Err(e1), Err(e2)) => Err(Error::corrupted(
-                Some(0),
-                format!("both header slots are invalid: {e1:?}; {e2:?}"),
-            )),
+            (Err(SlotError::Foreign), Err(SlotError::Foreign)) => {
+                Err(Error::NotADatabase("no Jackdaw header in either slot".into()))
+            }
+            (Err(e1), Err(e2)) => {
+                Err(Error::corrupted(Some(0), format!("both header slots are invalid: {e1:?}; {e2:?}")))
+            }
         }
     }
 }
@@ -169,16 +162,9 @@ mod tests {
     #[test]
     fn choose_newest_and_classify() {
         let a = sample();
-        let b = Header {
-            revision: 10,
-            flushed_txid: 80,
-            ..a
-        };
+        let b = Header { revision: 10, flushed_txid: 80, ..a };
         assert_eq!(Header::choose(Ok(a), Ok(b)).unwrap(), b);
-        assert_eq!(
-            Header::choose(Err(SlotError::Damaged("x".into())), Ok(a)).unwrap(),
-            a
-        );
+        assert_eq!(Header::choose(Err(SlotError::Damaged("x".into())), Ok(a)).unwrap(), a);
         assert!(matches!(
             Header::choose(Err(SlotError::Foreign), Err(SlotError::Foreign)),
             Err(Error::NotADatabase(_))

@@ -108,16 +108,10 @@ pub(crate) fn verify(page: &[u8], pgno: u64) -> Result<()> {
         ));
     }
     if page_no(page) != pgno {
-        return Err(Error::corrupted(
-            Some(pgno),
-            format!("page header says page {}", page_no(page)),
-        ));
+        return Err(Error::corrupted(Some(pgno), format!("page header says page {}", page_no(page))));
     }
     if page_kind(page).is_none() {
-        return Err(Error::corrupted(
-            Some(pgno),
-            format!("unknown page kind {}", page[OFF_KIND]),
-        ));
+        return Err(Error::corrupted(Some(pgno), format!("unknown page kind {}", page[OFF_KIND])));
     }
     Ok(())
 }
@@ -137,10 +131,7 @@ mod tests {
         assert_eq!(page_txid(&p), 3);
         assert_eq!(page_kind(&p), Some(PageKind::Raw));
         // Wrong place.
-        assert!(matches!(
-            verify(&p, 8),
-            Err(Error::Corrupted { page: Some(8), .. })
-        ));
+        assert!(matches!(verify(&p, 8), Err(Error::Corrupted { page: Some(8), .. })));
         // Every single-byte flip is caught.
         for i in 0..p.len() {
             let mut q = p.clone();

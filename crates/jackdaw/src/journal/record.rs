@@ -168,11 +168,7 @@ impl PayloadBuilder {
     pub(crate) fn add_page(&mut self, pgno: u64, new: &[u8], old: Option<&[u8]>) {
         self.full_bytes += (ENTRY_HEADER + new.len()) as u64;
         let at = self.buf.len();
-        let kind = if old.is_some() {
-            EntryKind::Diff
-        } else {
-            EntryKind::DiffZero
-        };
+        let kind = if old.is_some() { EntryKind::Diff } else { EntryKind::DiffZero };
         self.entry_header(pgno, kind, 0);
         let data_start = self.buf.len();
         let limit = new.len() - new.len() / 8;
@@ -306,22 +302,11 @@ mod diff_tests {
                     *b = b.wrapping_add(1 + (rnd() % 250) as u8);
                 }
             }
-            let base = if round % 3 == 0 {
-                None
-            } else {
-                Some(old.as_slice())
-            };
+            let base = if round % 3 == 0 { None } else { Some(old.as_slice()) };
             let mut out = Vec::new();
             assert!(diff_into(&mut out, &new, base, usize::MAX));
-            let e = Entry {
-                pgno: 1,
-                kind: if base.is_some() {
-                    EntryKind::Diff
-                } else {
-                    EntryKind::DiffZero
-                },
-                data: &out,
-            };
+            let e =
+                Entry { pgno: 1, kind: if base.is_some() { EntryKind::Diff } else { EntryKind::DiffZero }, data: &out };
             let mut page = old.clone();
             apply(&e, &mut page).unwrap();
             assert_eq!(page, new, "round {round}");
@@ -349,9 +334,8 @@ pub(crate) const COMPRESS_MIN: usize = 64 << 10;
 /// Compress a payload (done before the record's place in the journal is known).
 pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
     let raw = payload.buf;
-    let raw_len = u32::try_from(raw.len()).map_err(|_| {
-        Error::Invalid("transaction too large for one journal record (4 GiB)".into())
-    })?;
+    let raw_len = u32::try_from(raw.len())
+        .map_err(|_| Error::Invalid("transaction too large for one journal record (4 GiB)".into()))?;
     let (stored, flags) = if raw.len() >= COMPRESS_MIN {
         let c = lz4_flex::block::compress(&raw);
         if c.len() < raw.len() - raw.len() / 8 {
@@ -362,13 +346,7 @@ pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
     } else {
         (raw, 0)
     };
-    Ok(Compressed {
-        stored,
-        flags,
-        raw_len,
-        page_count: payload.count,
-        full_bytes: payload.full_bytes,
-    })
+    Ok(Compressed { stored, flags, raw_len, page_count: payload.count, full_bytes: payload.full_bytes })
 }
 
 /// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
@@ -404,12 +382,7 @@ pub(crate) fn frame(
 
 /// Check a record read from a file of `generation` (bytes start at the header; at least
 /// `record_len` bytes must be present) and return its payload, decompressed.
-pub(crate) fn verify_and_decode(
-    h: &RecordHeader,
-    bytes: &[u8],
-    generation: u64,
-    db_id: u64,
-) -> Option<Vec<u8>> {
+pub(crate) fn verify_and_decode(h: &RecordHeader, bytes: &[u8], generation: u64, db_id: u64) -> Option<Vec<u8>> {
     if h.generation != generation || h.db_id != db_id {
         return None;
     }
@@ -425,9 +398,7 @@ pub(crate) fn verify_and_decode(
         {
             return None;
         }
-        lz4_flex::block::decompress(stored, h.raw_len as usize)
-            .ok()
-            .filter(|v| v.len() == h.raw_len as usize)
+        lz4_flex::block::decompress(stored, h.raw_len as usize).ok().filter(|v| v.len() == h.raw_len as usize)
     } else if h.flags == 0 && h.raw_len == h.stored_len {
         Some(stored.to_vec())
     } else {
@@ -450,9 +421,7 @@ pub(crate) fn entries(payload: &[u8], count: u32, page_size: usize) -> Result<Ve
     let mut out = Vec::with_capacity((count as usize).min(payload.len() / ENTRY_HEADER));
     let mut pos = 0usize;
     for _ in 0..count {
-        let h = payload
-            .get(pos..pos + ENTRY_HEADER)
-            .ok_or_else(|| bad("entry header past the end"))?;
+        let h = payload.get(pos..pos + ENTRY_HEADER).ok_or_else(|| bad("entry header past the end"))?;
         let pgno = le64(h, 0);
         let kind = match h[8] {
             0 => EntryKind::Full,
@@ -492,14 +461,10 @@ pub(crate) fn apply(e: &Entry<'_>, page: &mut [u8]) -> Result<()> {
             let mut pos = 0usize;
             let d = e.data;
             while pos < d.len() {
-                let h = d
-                    .get(pos..pos + 8)
-                    .ok_or_else(|| Error::corrupted(Some(e.pgno), "diff run header cut"))?;
+                let h = d.get(pos..pos + 8).ok_or_else(|| Error::corrupted(Some(e.pgno), "diff run header cut"))?;
                 let (off, len) = (le32(h, 0) as usize, le32(h, 4) as usize);
                 pos += 8;
-                let src = d
-                    .get(pos..pos + len)
-                    .ok_or_else(|| Error::corrupted(Some(e.pgno), "diff run cut"))?;
+                let src = d.get(pos..pos + len).ok_or_else(|| Error::corrupted(Some(e.pgno), "diff run cut"))?;
                 let dst = page
                     .get_mut(off..off.saturating_add(len))
                     .ok_or_else(|| Error::corrupted(Some(e.pgno), "diff run past the page"))?;
@@ -517,19 +482,12 @@ mod tests {
     use super::*;
 
     fn page(seed: u8, ps: usize) -> Vec<u8> {
-        (0..ps)
-            .map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed))
-            .collect()
+        (0..ps).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
     }
 
     fn roundtrip(p: &PayloadBuilder) -> (RecordHeader, Vec<u8>) {
         let mut out = AlignedBuf::default();
-        let c = compress(PayloadBuilder {
-            buf: p.buf.clone(),
-            count: p.count,
-            full_bytes: p.full_bytes,
-        })
-        .unwrap();
+        let c = compress(PayloadBuilder { buf: p.buf.clone(), count: p.count, full_bytes: p.full_bytes }).unwrap();
         let h = frame(&mut out, 5, 2, 99, 1000, 4, &c);
         assert_eq!(out.as_slice().len() % BLOCK, 0);
         assert_eq!(out.as_slice().as_ptr() as usize % BLOCK, 0);
@@ -561,11 +519,7 @@ mod tests {
         assert_eq!(h.page_count, 4);
         let es = entries(&payload, h.page_count, ps).unwrap();
         assert_eq!(es[0].kind, EntryKind::Diff);
-        assert!(
-            es[0].data.len() < 64,
-            "small diff expected, got {}",
-            es[0].data.len()
-        );
+        assert!(es[0].data.len() < 64, "small diff expected, got {}", es[0].data.len());
         assert_eq!(es[1].kind, EntryKind::DiffZero);
         assert_eq!(es[2].kind, EntryKind::Full);
         assert_eq!(es[3].kind, EntryKind::WrittenOnce);

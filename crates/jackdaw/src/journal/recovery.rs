@@ -23,11 +23,7 @@ use std::sync::Arc;
 
 /// Journal files found in the directory, by generation. With `clean`, files whose creation never
 /// finished (`*.jnl.tmp`, which never held a record) are removed.
-pub(crate) fn list(
-    storage: &dyn Storage,
-    dir: &Path,
-    clean: bool,
-) -> Result<BTreeMap<u64, PathBuf>> {
+pub(crate) fn list(storage: &dyn Storage, dir: &Path, clean: bool) -> Result<BTreeMap<u64, PathBuf>> {
     let mut out = BTreeMap::new();
     if !storage.exists(dir) {
         return Ok(out);
@@ -37,9 +33,7 @@ pub(crate) fn list(
             out.insert(g, dir.join(name));
         } else if clean && name.ends_with(".jnl.tmp") {
             // A file whose creation did not finish: never held a record.
-            storage
-                .remove(&dir.join(&name))
-                .ctx("remove unfinished journal file")?;
+            storage.remove(&dir.join(&name)).ctx("remove unfinished journal file")?;
         }
     }
     Ok(out)
@@ -67,21 +61,14 @@ impl Files<'_> {
         let Some(p) = self.paths.get(&generation) else {
             return Ok(None);
         };
-        let f = self
-            .storage
-            .open(p, OpenMode::ReadWrite)
-            .ctx("open journal for recovery")?;
+        let f = self.storage.open(p, OpenMode::ReadWrite).ctx("open journal for recovery")?;
         let len = f.len().ctx("journal length")?;
         self.open.insert(generation, (f.clone(), len));
         Ok(Some((f, len)))
     }
 
     /// The verified record at `pos`, if there is one.
-    fn record_at(
-        &mut self,
-        pos: JournalPos,
-        db_id: u64,
-    ) -> Result<Option<(RecordHeader, Vec<u8>)>> {
+    fn record_at(&mut self, pos: JournalPos, db_id: u64) -> Result<Option<(RecordHeader, Vec<u8>)>> {
         let Some((f, len)) = self.get(pos.generation)? else {
             return Ok(None);
         };
@@ -89,8 +76,7 @@ impl Files<'_> {
             return Ok(None);
         }
         let mut first = vec![0u8; BLOCK];
-        f.read_exact_at(&mut first, pos.offset)
-            .ctx("read journal")?;
+        f.read_exact_at(&mut first, pos.offset).ctx("read journal")?;
         let Some(h) = RecordHeader::decode(&first) else {
             return Ok(None);
         };
@@ -104,8 +90,7 @@ impl Files<'_> {
         let mut bytes = first;
         if rl as usize > BLOCK {
             bytes.resize(rl as usize, 0);
-            f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64)
-                .ctx("read journal")?;
+            f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64).ctx("read journal")?;
         }
         Ok(record::verify_and_decode(&h, &bytes, pos.generation, db_id).map(|p| (h, p)))
     }
@@ -118,25 +103,15 @@ pub(crate) fn scan(
     header: &Header,
     mut visit: impl FnMut(&RecordHeader, &[u8]) -> Result<()>,
 ) -> Result<ScanEnd> {
-    let mut files = Files {
-        storage,
-        paths,
-        open: HashMap::new(),
-    };
-    let mut pos = JournalPos {
-        generation: header.journal_gen,
-        offset: header.journal_offset,
-    };
+    let mut files = Files { storage, paths, open: HashMap::new() };
+    let mut pos = JournalPos { generation: header.journal_gen, offset: header.journal_offset };
     let mut expected = header.flushed_txid + 1;
     let mut next_page = header.next_page;
     let mut records = 0u64;
     loop {
         let mut found = files.record_at(pos, header.db_id)?;
         if found.is_none() {
-            let next = JournalPos {
-                generation: pos.generation + 1,
-                offset: 0,
-            };
+            let next = JournalPos { generation: pos.generation + 1, offset: 0 };
             if let Some((h, p)) = files.record_at(next, header.db_id)? {
                 if h.txid == expected {
                     pos = next;
@@ -148,10 +123,7 @@ pub(crate) fn scan(
         if h.txid != expected {
             return Err(Error::corrupted(
                 None,
-                format!(
-                    "journal record at {pos:?} is transaction {} where {expected} was expected",
-                    h.txid
-                ),
+                format!("journal record at {pos:?} is transaction {} where {expected} was expected", h.txid),
             ));
         }
         visit(&h, &payload)?;
@@ -167,10 +139,7 @@ pub(crate) fn scan(
         };
         let mut off = if g == pos.generation { pos.offset } else { 0 };
         while off + BLOCK as u64 <= len {
-            let p = JournalPos {
-                generation: g,
-                offset: off,
-            };
+            let p = JournalPos { generation: g, offset: off };
             if let Some((h, _)) = files.record_at(p, header.db_id)? {
                 if h.txid >= expected && h.synced_through >= expected {
                     return Err(Error::corrupted(
@@ -186,11 +155,7 @@ pub(crate) fn scan(
             off += BLOCK as u64;
         }
     }
-    Ok(ScanEnd {
-        last_txid: expected - 1,
-        next_page,
-        records,
-    })
+    Ok(ScanEnd { last_txid: expected - 1, next_page, records })
 }
 
 /// Replay every record after the header into the data file (not synced: the caller syncs and
@@ -211,10 +176,7 @@ pub(crate) fn replay(
             if e.pgno < crate::data::file::FIRST_BITMAP_PAGE || e.pgno >= h.next_page {
                 return Err(Error::corrupted(
                     Some(e.pgno),
-                    format!(
-                        "journal record {} names a page outside [2, {})",
-                        h.txid, h.next_page
-                    ),
+                    format!("journal record {} names a page outside [2, {})", h.txid, h.next_page),
                 ));
             }
             if e.kind == record::EntryKind::WrittenOnce {
@@ -245,19 +207,17 @@ pub(crate) fn replay(
     // commit, so damage in a base page outside the replayed ranges is caught here.
     for (pgno, page) in &pages {
         crate::data::page::verify(page, *pgno).map_err(|err| {
-            Error::corrupted(
-                Some(*pgno),
-                format!("page rebuilt from the journal fails its check: {err}"),
-            )
+            Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
         })?;
     }
     for (pgno, sum) in written_once {
         let mut buf = vec![0u8; ps];
         data.read_page(pgno, &mut buf)?;
-        if crate::data::page::stored_checksum(&buf) != sum
-            || crate::data::page::verify(&buf, pgno).is_err()
-        {
-            return Err(Error::corrupted(Some(pgno), "a page written once before its journal record does not match the record's checksum"));
+        if crate::data::page::stored_checksum(&buf) != sum || crate::data::page::verify(&buf, pgno).is_err() {
+            return Err(Error::corrupted(
+                Some(pgno),
+                "a page written once before its journal record does not match the record's checksum",
+            ));
         }
     }
     for (pgno, buf) in &pages {

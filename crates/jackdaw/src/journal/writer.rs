@@ -95,12 +95,8 @@ impl Journal {
             storage,
             dir,
             db_id,
-            file_bytes: file_bytes.max(64 << 10).div_ceil(record::BLOCK as u64)
-                * record::BLOCK as u64,
-            next_file_bytes: file_bytes
-                .clamp(64 << 10, 1 << 20)
-                .div_ceil(record::BLOCK as u64)
-                * record::BLOCK as u64,
+            file_bytes: file_bytes.max(64 << 10).div_ceil(record::BLOCK as u64) * record::BLOCK as u64,
+            next_file_bytes: file_bytes.clamp(64 << 10, 1 << 20).div_ceil(record::BLOCK as u64) * record::BLOCK as u64,
             files_kept,
             counters,
             io: None,
@@ -157,61 +153,34 @@ impl Journal {
     ) -> Result<Appended> {
         // Encode once with the current generation; re-encode if rotation changes it.
         let mut generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-        let mut h = record::frame(
-            &mut self.buf,
-            txid,
-            generation,
-            self.db_id,
-            next_page,
-            self.durable_txid,
-            payload,
-        );
+        let mut h = record::frame(&mut self.buf, txid, generation, self.db_id, next_page, self.durable_txid, payload);
         let len = h.record_len();
         let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
         if !fits {
             self.rotate(len)?;
             generation = self.cur.as_ref().map(|f| f.generation).unwrap_or(0);
-            h = record::frame(
-                &mut self.buf,
-                txid,
-                generation,
-                self.db_id,
-                next_page,
-                self.durable_txid,
-                payload,
-            );
+            h = record::frame(&mut self.buf, txid, generation, self.db_id, next_page, self.durable_txid, payload);
         }
         let cur = self.cur.as_mut().expect("rotate sets cur");
         let offset = cur.end;
         cur.end += len;
         cur.last_txid = txid;
         self.last_txid = txid;
-        let end = JournalPos {
-            generation: cur.generation,
-            offset: cur.end,
-        };
+        let end = JournalPos { generation: cur.generation, offset: cur.end };
         let (direct, buffered) = (cur.direct.clone(), cur.buffered.clone());
         Counters::add(&self.counters.journal_bytes_raw, h.raw_len as u64);
         Counters::add(&self.counters.journal_bytes_stored, len);
         Counters::add(&self.counters.journal_bytes_full, payload.full_bytes);
         match durability {
             Durability::None => {
-                self.pending.push(Pending {
-                    file: buffered,
-                    offset,
-                    bytes: self.buf.as_slice().to_vec(),
-                    txid,
-                });
+                self.pending.push(Pending { file: buffered, offset, bytes: self.buf.as_slice().to_vec(), txid });
             }
             Durability::Buffered => {
                 self.write_pending()?;
                 self.write_buffered(&buffered, offset, txid)?;
             }
             Durability::Sync => {
-                if self.pending.is_empty()
-                    && self.dirty.is_empty()
-                    && self.io == Some(JournalIo::DirectSync)
-                {
+                if self.pending.is_empty() && self.dirty.is_empty() && self.io == Some(JournalIo::DirectSync) {
                     direct
                         .write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset)
                         .ctx("journal write (O_DIRECT|O_DSYNC)")?;
@@ -226,15 +195,11 @@ impl Journal {
                 }
             }
         }
-        Ok(Appended {
-            end,
-            written_len: len,
-        })
+        Ok(Appended { end, written_len: len })
     }
 
     fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {
-        f.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset)
-            .ctx("journal write")?;
+        f.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset).ctx("journal write")?;
         Counters::add(&self.counters.journal_writes, 1);
         self.written_txid = txid;
         if !self.dirty.iter().any(|d| Arc::ptr_eq(d, f)) {
@@ -250,21 +215,12 @@ impl Journal {
         while i < pending.len() {
             let mut j = i + 1;
             let mut end = pending[i].offset + pending[i].bytes.len() as u64;
-            while j < pending.len()
-                && Arc::ptr_eq(&pending[j].file, &pending[i].file)
-                && pending[j].offset == end
-            {
+            while j < pending.len() && Arc::ptr_eq(&pending[j].file, &pending[i].file) && pending[j].offset == end {
                 end += pending[j].bytes.len() as u64;
                 j += 1;
             }
-            let slices: Vec<IoSlice<'_>> = pending[i..j]
-                .iter()
-                .map(|p| IoSlice::new(&p.bytes))
-                .collect();
-            pending[i]
-                .file
-                .write_vectored_at(&slices, pending[i].offset)
-                .ctx("journal write (deferred records)")?;
+            let slices: Vec<IoSlice<'_>> = pending[i..j].iter().map(|p| IoSlice::new(&p.bytes)).collect();
+            pending[i].file.write_vectored_at(&slices, pending[i].offset).ctx("journal write (deferred records)")?;
             Counters::add(&self.counters.journal_writes, 1);
             self.written_txid = pending[j - 1].txid;
             if !self.dirty.iter().any(|d| Arc::ptr_eq(d, &pending[i].file)) {
@@ -277,8 +233,7 @@ impl Journal {
 
     fn sync_dirty(&mut self) -> Result<()> {
         for f in std::mem::take(&mut self.dirty) {
-            f.sync_data(SyncSite::JournalData)
-                .ctx("journal fdatasync")?;
+            f.sync_data(SyncSite::JournalData).ctx("journal fdatasync")?;
             self.counters.synced(SyncSite::JournalData);
         }
         self.durable_txid = self.written_txid;
@@ -310,15 +265,10 @@ impl Journal {
         // Prefer a retired file of sufficient size.
         let mut reused = false;
         while let Some((_, p)) = self.recyclable.pop() {
-            let f = self
-                .storage
-                .open(&p, OpenMode::ReadWrite)
-                .ctx("open retired journal")?;
+            let f = self.storage.open(&p, OpenMode::ReadWrite).ctx("open retired journal")?;
             let len = f.len().ctx("journal length")?;
             if len >= need && len % record::BLOCK as u64 == 0 {
-                self.storage
-                    .rename(&p, &target)
-                    .ctx("recycle journal file")?;
+                self.storage.rename(&p, &target).ctx("recycle journal file")?;
                 Counters::add(&self.counters.journal_files_recycled, 1);
                 reused = true;
                 break;
@@ -326,49 +276,28 @@ impl Journal {
             self.storage.remove(&p).ctx("remove small journal file")?;
         }
         if !reused {
-            let tmp = self
-                .dir
-                .join(format!("{}.tmp", super::file_name(generation)));
-            let f = self
-                .storage
-                .open(&tmp, OpenMode::CreateReadWrite)
-                .ctx("create journal file")?;
+            let tmp = self.dir.join(format!("{}.tmp", super::file_name(generation)));
+            let f = self.storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create journal file")?;
             f.set_len(0).ctx("truncate new journal file")?;
             let zeros = vec![0u8; 1 << 20];
             let mut off = 0u64;
             while off < size {
                 let n = (size - off).min(zeros.len() as u64) as usize;
-                f.write_all_at(&zeros[..n], off)
-                    .ctx("preallocate journal file")?;
+                f.write_all_at(&zeros[..n], off).ctx("preallocate journal file")?;
                 off += n as u64;
             }
-            f.sync_all(SyncSite::JournalPrealloc)
-                .ctx("sync new journal file")?;
+            f.sync_all(SyncSite::JournalPrealloc).ctx("sync new journal file")?;
             self.counters.synced(SyncSite::JournalPrealloc);
-            self.storage
-                .rename(&tmp, &target)
-                .ctx("name journal file")?;
+            self.storage.rename(&tmp, &target).ctx("name journal file")?;
             Counters::add(&self.counters.journal_files_created, 1);
             self.next_file_bytes = (self.next_file_bytes * 2).min(self.file_bytes);
         }
-        self.storage
-            .sync_dir(&self.dir, SyncSite::JournalDir)
-            .ctx("sync journal directory")?;
+        self.storage.sync_dir(&self.dir, SyncSite::JournalDir).ctx("sync journal directory")?;
         self.counters.synced(SyncSite::JournalDir);
-        let h = self
-            .storage
-            .open_journal(&target)
-            .ctx("open journal file")?;
+        let h = self.storage.open_journal(&target).ctx("open journal file")?;
         self.io = Some(h.io);
         let len = h.buffered.len().ctx("journal length")?;
-        let next = JFile {
-            generation,
-            direct: h.direct,
-            buffered: h.buffered,
-            len,
-            end: 0,
-            last_txid: self.last_txid,
-        };
+        let next = JFile { generation, direct: h.direct, buffered: h.buffered, len, end: 0, last_txid: self.last_txid };
         if let Some(old) = self.cur.replace(next) {
             self.live.push_back(old);
         }
@@ -377,11 +306,7 @@ impl Journal {
 
     /// Retire the full files whose records are all `<= flushed_txid` (the header says so durably).
     pub(crate) fn retire(&mut self, flushed_txid: u64) -> Result<()> {
-        while self
-            .live
-            .front()
-            .is_some_and(|f| f.last_txid <= flushed_txid)
-        {
+        while self.live.front().is_some_and(|f| f.last_txid <= flushed_txid) {
             let f = self.live.pop_front().expect("checked");
             let p = path(&self.dir, f.generation);
             drop(f);

@@ -1,9 +1,7 @@
 //! The real storage backend: files on a file system.
 
 use super::sys;
-use super::{
-    JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite,
-};
+use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, IoSlice};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -32,31 +30,18 @@ impl Storage for FsStorage {
         if mode == OpenMode::CreateReadWrite {
             o.create(true);
         }
-        Ok(Arc::new(FsFile {
-            file: o.open(path)?,
-        }))
+        Ok(Arc::new(FsFile { file: o.open(path)? }))
     }
 
     fn open_journal(&self, path: &Path) -> io::Result<JournalHandles> {
-        let buffered: Arc<dyn StorageFile> = Arc::new(FsFile {
-            file: OpenOptions::new().read(true).write(true).open(path)?,
-        });
-        let direct = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
-            .open(path);
+        let buffered: Arc<dyn StorageFile> =
+            Arc::new(FsFile { file: OpenOptions::new().read(true).write(true).open(path)? });
+        let direct = OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT | libc::O_DSYNC).open(path);
         match direct {
-            Ok(file) => Ok(JournalHandles {
-                direct: Arc::new(FsFile { file }),
-                buffered,
-                io: JournalIo::DirectSync,
-            }),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(JournalHandles {
-                direct: buffered.clone(),
-                buffered,
-                io: JournalIo::BufferedFsync,
-            }),
+            Ok(file) => Ok(JournalHandles { direct: Arc::new(FsFile { file }), buffered, io: JournalIo::DirectSync }),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                Ok(JournalHandles { direct: buffered.clone(), buffered, io: JournalIo::BufferedFsync })
+            }
             Err(e) => Err(e),
         }
     }
@@ -91,12 +76,7 @@ impl Storage for FsStorage {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         // std's try_lock is flock(LOCK_EX | LOCK_NB) on Linux: an open-file-description lock.
         match file.try_lock() {
             Ok(()) => Ok(Some(Box::new(FsLock { _file: file }))),

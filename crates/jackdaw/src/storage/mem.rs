@@ -3,9 +3,7 @@
 //! memory the writes go to, in fixed chunks that never move, like a file's page cache.
 
 use super::sys::SharedChunk;
-use super::{
-    JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite,
-};
+use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IoSlice};
@@ -66,13 +64,7 @@ impl MemStorage {
             }
             files.insert(p.clone(), Arc::new(copy));
         }
-        MemStorage {
-            inner: Arc::new(Mutex::new(MemFs {
-                files,
-                dirs: fs.dirs.clone(),
-                locks: BTreeSet::new(),
-            })),
-        }
+        MemStorage { inner: Arc::new(Mutex::new(MemFs { files, dirs: fs.dirs.clone(), locks: BTreeSet::new() })) }
     }
     /// The bytes of a file, for tests.
     pub fn read_file(&self, path: &Path) -> Option<Vec<u8>> {
@@ -86,21 +78,13 @@ impl MemStorage {
     pub fn write_file(&self, path: &Path, data: &[u8]) {
         let f = MemFile::new();
         let _ = f.write_all_at(data, 0);
-        self.inner
-            .lock()
-            .files
-            .insert(path.to_path_buf(), Arc::new(f));
+        self.inner.lock().files.insert(path.to_path_buf(), Arc::new(f));
     }
 }
 
 impl MemFile {
     fn new() -> MemFile {
-        MemFile {
-            state: Mutex::new(MemFileState {
-                len: 0,
-                chunks: Vec::new(),
-            }),
-        }
+        MemFile { state: Mutex::new(MemFileState { len: 0, chunks: Vec::new() }) }
     }
 }
 
@@ -137,10 +121,7 @@ impl Drop for MemLock {
 }
 
 fn not_found(p: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{} not found", p.display()),
-    )
+    io::Error::new(io::ErrorKind::NotFound, format!("{} not found", p.display()))
 }
 
 impl Storage for MemStorage {
@@ -158,11 +139,7 @@ impl Storage for MemStorage {
     }
     fn open_journal(&self, path: &Path) -> io::Result<JournalHandles> {
         let f = self.open(path, OpenMode::ReadWrite)?;
-        Ok(JournalHandles {
-            direct: f.clone(),
-            buffered: f,
-            io: JournalIo::Memory,
-        })
+        Ok(JournalHandles { direct: f.clone(), buffered: f, io: JournalIo::Memory })
     }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut fs = self.inner.lock();
@@ -202,12 +179,7 @@ impl Storage for MemStorage {
         Ok(())
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner
-            .lock()
-            .files
-            .remove(path)
-            .map(|_| ())
-            .ok_or_else(|| not_found(path))
+        self.inner.lock().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
     }
     fn sync_dir(&self, _path: &Path, _site: SyncSite) -> io::Result<()> {
         Ok(())
@@ -217,24 +189,16 @@ impl Storage for MemStorage {
         if !fs.locks.insert(path.to_path_buf()) {
             return Ok(None);
         }
-        Ok(Some(Box::new(MemLock {
-            fs: self.inner.clone(),
-            path: path.to_path_buf(),
-        })))
+        Ok(Some(Box::new(MemLock { fs: self.inner.clone(), path: path.to_path_buf() })))
     }
 }
 
 impl StorageFile for MemFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let st = self.state.lock();
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .ok_or_else(|| io::Error::other("offset overflow"))?;
+        let end = offset.checked_add(buf.len() as u64).ok_or_else(|| io::Error::other("offset overflow"))?;
         if end > st.len {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "read past end of file",
-            ));
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past end of file"));
         }
         let mut done = 0usize;
         while done < buf.len() {
@@ -248,9 +212,7 @@ impl StorageFile for MemFile {
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut st = self.state.lock();
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .ok_or_else(|| io::Error::other("offset overflow"))?;
+        let end = offset.checked_add(buf.len() as u64).ok_or_else(|| io::Error::other("offset overflow"))?;
         st.ensure(end);
         let mut done = 0usize;
         while done < buf.len() {
@@ -300,10 +262,7 @@ impl StorageFile for MemFile {
     fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>> {
         let st = self.state.lock();
         let len = len.min(st.len) as usize;
-        Ok(Arc::new(MemMap {
-            len,
-            chunks: st.chunks[..len.div_ceil(CHUNK)].to_vec(),
-        }))
+        Ok(Arc::new(MemMap { len, chunks: st.chunks[..len.div_ceil(CHUNK)].to_vec() }))
     }
 }
 

@@ -47,26 +47,15 @@ pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) ->
             }
             let s = &b[skip..];
             skip = 0;
-            iov.push(libc::iovec {
-                iov_base: s.as_ptr() as *mut libc::c_void,
-                iov_len: s.len(),
-            });
+            iov.push(libc::iovec { iov_base: s.as_ptr() as *mut libc::c_void, iov_len: s.len() });
             if iov.len() == 1024 {
                 break;
             }
         }
-        let off =
-            libc::off_t::try_from(offset).map_err(|_| io::Error::other("offset too large"))?;
+        let off = libc::off_t::try_from(offset).map_err(|_| io::Error::other("offset too large"))?;
         // SAFETY: every iovec points into a live borrowed slice of `bufs` for the duration of the
         // call, and the kernel only reads from them; the fd is owned by `file`.
-        let n = unsafe {
-            libc::pwritev(
-                file.as_raw_fd(),
-                iov.as_ptr(),
-                iov.len() as libc::c_int,
-                off,
-            )
-        };
+        let n = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, off) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -75,10 +64,7 @@ pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) ->
             return Err(e);
         }
         if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "pwritev wrote nothing",
-            ));
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "pwritev wrote nothing"));
         }
         done += n as usize;
         offset += n as u64;
@@ -120,9 +106,7 @@ unsafe impl Send for SharedChunk {}
 impl SharedChunk {
     pub(crate) fn new(len: usize) -> SharedChunk {
         let v: Vec<UnsafeCell<u8>> = (0..len).map(|_| UnsafeCell::new(0)).collect();
-        SharedChunk {
-            cell: v.into_boxed_slice(),
-        }
+        SharedChunk { cell: v.into_boxed_slice() }
     }
     pub(crate) fn len(&self) -> usize {
         self.cell.len()
@@ -136,13 +120,7 @@ impl SharedChunk {
         let dst = &self.cell[offset..offset + src.len()];
         // SAFETY: `dst` is in bounds; UnsafeCell permits writes through a shared reference; no
         // reader reads this range concurrently (type doc).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                src.as_ptr(),
-                UnsafeCell::raw_get(dst.as_ptr()),
-                src.len(),
-            )
-        }
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), UnsafeCell::raw_get(dst.as_ptr()), src.len()) }
     }
 }
 
@@ -153,12 +131,7 @@ pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::R
     let n = libc::off64_t::try_from(len).map_err(|_| io::Error::other("length too large"))?;
     // SAFETY: plain system call on an owned fd, no memory passed.
     let r = unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            off,
-            n,
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE,
-        )
+        libc::sync_file_range(file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE)
     };
     if r == 0 {
         Ok(())

@@ -59,13 +59,7 @@ pub(crate) struct LeafCache {
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache {
-            slots: Vec::with_capacity(cap),
-            cap,
-            next: 0,
-            mru: 0,
-            misses: std::cell::Cell::new(0),
-        }
+        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0) }
     }
     #[inline]
     pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
@@ -77,11 +71,7 @@ impl LeafCache {
         }
         let m = self.misses.get();
         if m < 16 || m % 16 == 0 {
-            if let Some(s) = self
-                .slots
-                .iter()
-                .find(|s| s.tree == tree && s.fences.contains(key))
-            {
+            if let Some(s) = self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)) {
                 self.misses.set(0);
                 return Some(s.pgno);
             }
@@ -118,16 +108,9 @@ impl LeafCache {
 }
 
 fn check_kind(page: &[u8], pgno: u64, level: u32) -> Result<()> {
-    let want = if level == 0 {
-        PageKind::Leaf
-    } else {
-        PageKind::Branch
-    };
+    let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
     if page::page_kind(page) != Some(want) || Node::new(page).level() as u32 != level {
-        return Err(Error::corrupted(
-            Some(pgno),
-            format!("expected a {want:?} page at level {level}"),
-        ));
+        return Err(Error::corrupted(Some(pgno), format!("expected a {want:?} page at level {level}")));
     }
     Ok(())
 }
@@ -142,10 +125,7 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
     touched: &mut u64,
 ) -> Result<u64> {
     let mut pgno = desc.root;
-    let mut level = desc
-        .depth
-        .checked_sub(1)
-        .ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
+    let mut level = desc.depth.checked_sub(1).ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
     loop {
         let page = p.page(pgno)?;
         *touched += 1;
@@ -238,13 +218,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
         let p = w.page_mut(pg)?;
         node::init(p, 0);
         node::insert_leaf(p, 0, key, flags, val)?;
-        *desc = TreeDesc {
-            root: pg,
-            depth: 1,
-            leaf_pages: desc.leaf_pages + 1,
-            entries: 1,
-            ..*desc
-        };
+        *desc = TreeDesc { root: pg, depth: 1, leaf_pages: desc.leaf_pages + 1, entries: 1, ..*desc };
         return Ok(false);
     }
     let leaf = find_leaf(w, desc, cache, key, touched)?;
@@ -283,11 +257,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     Ok(found.is_ok())
 }
 
-fn free_old<W: PageWrite + ?Sized>(
-    w: &mut W,
-    desc: &mut TreeDesc,
-    old: Option<(u64, u64)>,
-) -> Result<()> {
+fn free_old<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, old: Option<(u64, u64)>) -> Result<()> {
     if let Some((len, first)) = old {
         let n = overflow::free(w, first, len)?;
         desc.overflow_pages = desc.overflow_pages.saturating_sub(n);
@@ -299,10 +269,7 @@ fn free_old<W: PageWrite + ?Sized>(
 fn split_point(sizes: &[usize], append: bool, cap: usize) -> Result<usize> {
     let n = sizes.len();
     if n < 2 {
-        return Err(Error::corrupted(
-            None,
-            "split of a page with fewer than two entries",
-        ));
+        return Err(Error::corrupted(None, "split of a page with fewer than two entries"));
     }
     let total: usize = sizes.iter().sum();
     if append && total - sizes[n - 1] <= cap {
@@ -330,11 +297,7 @@ fn split_point(sizes: &[usize], append: bool, cap: usize) -> Result<usize> {
 
 fn entry_key(e: &[u8], leaf: bool) -> &[u8] {
     let klen = u16::from_le_bytes([e[0], e[1]]) as usize;
-    let at = if leaf {
-        node::LEAF_ENTRY_HEADER
-    } else {
-        node::BRANCH_ENTRY_HEADER
-    };
+    let at = if leaf { node::LEAF_ENTRY_HEADER } else { node::BRANCH_ENTRY_HEADER };
     &e[at..at + klen]
 }
 
@@ -400,11 +363,7 @@ fn split_page<W: PageWrite + ?Sized>(
                 node::write_branch_entry(&mut e, b"", child);
                 e
             };
-            let right = w.alloc(if leaf {
-                PageKind::Leaf
-            } else {
-                PageKind::Branch
-            })?;
+            let right = w.alloc(if leaf { PageKind::Leaf } else { PageKind::Branch })?;
             let rp = w.page_mut(right)?;
             node::init(rp, level);
             node::fill(rp, &[&entry])?;
@@ -419,9 +378,7 @@ fn split_page<W: PageWrite + ?Sized>(
     let (mut entries, level) = {
         let page = w.page(pgno)?;
         let n = Node::new(&page);
-        let es = (0..n.count())
-            .map(|i| n.entry(i).map(<[u8]>::to_vec))
-            .collect::<Result<Vec<_>>>()?;
+        let es = (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?;
         (es, n.level())
     };
     let leaf = level == 0;
@@ -437,27 +394,17 @@ fn split_page<W: PageWrite + ?Sized>(
         node::write_branch_entry(&mut e, b"", child);
         entries[m] = e;
     }
-    let (kind, _) = if leaf {
-        (PageKind::Leaf, ())
-    } else {
-        (PageKind::Branch, ())
-    };
+    let (kind, _) = if leaf { (PageKind::Leaf, ()) } else { (PageKind::Branch, ()) };
     let right = w.alloc(kind)?;
     {
         let rp = w.page_mut(right)?;
         node::init(rp, level);
-        node::fill(
-            rp,
-            &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>(),
-        )?;
+        node::fill(rp, &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
     }
     {
         let lp = w.page_mut(pgno)?;
         node::init(lp, level);
-        node::fill(
-            lp,
-            &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>(),
-        )?;
+        node::fill(lp, &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
     }
     if leaf {
         desc.leaf_pages += 1;
@@ -519,11 +466,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
     };
     let p = w.page_mut(leaf)?;
     let (flags, v, _) = Node::new(p).value(idx)?;
-    let old = if flags == FLAG_OVERFLOW {
-        Some(overflow::decode_ref(v)?)
-    } else {
-        None
-    };
+    let old = if flags == FLAG_OVERFLOW { Some(overflow::decode_ref(v)?) } else { None };
     node::remove(p, idx)?;
     desc.entries = desc.entries.saturating_sub(1);
     free_old(w, desc, old)?;
@@ -543,11 +486,7 @@ fn rebalance<W: PageWrite + ?Sized>(
         let (used, count, leaf, first_child) = {
             let page = w.page(pg)?;
             let n = Node::new(&page);
-            let fc = if !n.is_leaf() && n.count() > 0 {
-                n.child(0)?
-            } else {
-                0
-            };
+            let fc = if !n.is_leaf() && n.count() > 0 { n.child(0)? } else { 0 };
             (n.used(), n.count(), n.is_leaf(), fc)
         };
         if path.is_empty() {
@@ -605,9 +544,7 @@ fn rebalance<W: PageWrite + ?Sized>(
         let mut right_entries = {
             let page = w.page(rpg)?;
             let n = Node::new(&page);
-            (0..n.count())
-                .map(|i| n.entry(i).map(<[u8]>::to_vec))
-                .collect::<Result<Vec<_>>>()?
+            (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
         };
         if !leaf {
             // The right page's implicit first key becomes the separator from the parent.
@@ -656,10 +593,7 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
     while let Some((pg, level)) = stack.pop() {
         pages.push(pg);
         if pages.len() as u64 > desc.branch_pages + desc.leaf_pages + 1 {
-            return Err(Error::corrupted(
-                Some(pg),
-                "tree has more pages than its descriptor counts",
-            ));
+            return Err(Error::corrupted(Some(pg), "tree has more pages than its descriptor counts"));
         }
         let page = w.page(pg)?;
         check_kind(&page, pg, level)?;

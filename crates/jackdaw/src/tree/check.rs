@@ -20,9 +20,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
 ) -> (u64, u64, u64, u64) {
     if desc.root == 0 {
         if desc.entries != 0 || desc.branch_pages + desc.leaf_pages + desc.overflow_pages != 0 {
-            problems.push(format!(
-                "tree {name}: empty but its descriptor counts {desc:?}"
-            ));
+            problems.push(format!("tree {name}: empty but its descriptor counts {desc:?}"));
         }
         return (0, 0, 0, 0);
     }
@@ -30,8 +28,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     let mut seen = HashSet::new();
     let (mut branches, mut leaves, mut overflows, mut entries) = (0u64, 0u64, 0u64, 0u64);
     // (page, level, low fence, high fence)
-    let mut stack: Vec<(u64, u32, Option<Vec<u8>>, Option<Vec<u8>>)> =
-        vec![(desc.root, desc.depth - 1, None, None)];
+    let mut stack: Vec<(u64, u32, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(desc.root, desc.depth - 1, None, None)];
     while let Some((pg, level, low, high)) = stack.pop() {
         if !seen.insert(pg) {
             problems.push(format!("tree {name}: page {pg} is reached twice"));
@@ -45,16 +42,10 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                 continue;
             }
         };
-        let want = if level == 0 {
-            PageKind::Leaf
-        } else {
-            PageKind::Branch
-        };
+        let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
         let n = Node::new(&page);
         if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
-            problems.push(format!(
-                "tree {name}: page {pg} should be a {want:?} at level {level}"
-            ));
+            problems.push(format!("tree {name}: page {pg} should be a {want:?} at level {level}"));
             continue;
         }
         if n.upper() > page.len() || n.upper() < super::node::SLOTS + 2 * n.count() {
@@ -83,17 +74,11 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
             if !implicit {
                 if let Some(pk) = prev {
                     if pk >= key {
-                        problems.push(format!(
-                            "tree {name}: page {pg}: keys out of order at entry {i}"
-                        ));
+                        problems.push(format!("tree {name}: page {pg}: keys out of order at entry {i}"));
                     }
                 }
-                if low.as_deref().is_some_and(|l| key < l)
-                    || high.as_deref().is_some_and(|h| key >= h)
-                {
-                    problems.push(format!(
-                        "tree {name}: page {pg} entry {i}: key outside the fences of its parent"
-                    ));
+                if low.as_deref().is_some_and(|l| key < l) || high.as_deref().is_some_and(|h| key >= h) {
+                    problems.push(format!("tree {name}: page {pg} entry {i}: key outside the fences of its parent"));
                 }
                 prev = Some(key);
             }
@@ -105,16 +90,8 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                         continue;
                     }
                 };
-                let clow = if i == 0 {
-                    low.clone()
-                } else {
-                    Some(key.to_vec())
-                };
-                let chigh = if i + 1 < count {
-                    n.key(i + 1).ok().map(<[u8]>::to_vec)
-                } else {
-                    high.clone()
-                };
+                let clow = if i == 0 { low.clone() } else { Some(key.to_vec()) };
+                let chigh = if i + 1 < count { n.key(i + 1).ok().map(<[u8]>::to_vec) } else { high.clone() };
                 stack.push((child, level - 1, clow, chigh));
             } else {
                 entries += 1;
@@ -122,7 +99,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                     Ok((flags, v, _)) => {
                         on_entry(key, flags, v);
                         if multi && flags == FLAG_OVERFLOW {
-                            problems.push(format!("tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"));
+                            problems.push(format!(
+                                "tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"
+                            ));
                         } else if flags == FLAG_OVERFLOW {
                             match overflow::decode_ref(v) {
                                 Ok((len, first)) => {
@@ -138,7 +117,8 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                         Ok(())
                                     });
                                     if let Err(e) = r {
-                                        problems.push(format!("tree {name}: overflow chain of a key in page {pg}: {e}"));
+                                        problems
+                                            .push(format!("tree {name}: overflow chain of a key in page {pg}: {e}"));
                                     }
                                 }
                                 Err(e) => problems.push(format!("tree {name}: page {pg}: {e}")),
@@ -146,43 +126,36 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                         } else if multi && flags == super::multi::FLAG_NESTED {
                             match super::multi::decode_list(v) {
                                 Ok(vals) if !vals.is_empty() => entries += vals.len() as u64 - 1,
-                                Ok(_) => problems.push(format!(
-                                    "tree {name}: page {pg} entry {i}: empty nested list"
-                                )),
-                                Err(e) => {
-                                    problems.push(format!("tree {name}: page {pg} entry {i}: {e}"))
-                                }
+                                Ok(_) => problems.push(format!("tree {name}: page {pg} entry {i}: empty nested list")),
+                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
                             }
                         } else if multi && flags == super::multi::FLAG_SUBTREE {
                             match TreeDesc::decode(v) {
                                 Ok(d) if d.entries > 0 && d.kind() == super::TreeKind::Plain => {
                                     let sub = format!("{name}/nested");
                                     let mut odd = 0u64;
-                                    let (b, l, o, e) =
-                                        walk(p, &sub, &d, pages, problems, &mut |_, f, sv| {
-                                            if f != super::node::FLAG_INLINE || !sv.is_empty() {
-                                                odd += 1;
-                                            }
-                                        });
+                                    let (b, l, o, e) = walk(p, &sub, &d, pages, problems, &mut |_, f, sv| {
+                                        if f != super::node::FLAG_INLINE || !sv.is_empty() {
+                                            odd += 1;
+                                        }
+                                    });
                                     if odd > 0 {
-                                        problems.push(format!("tree {sub}: {odd} entries carry data (values must be keys)"));
+                                        problems.push(format!(
+                                            "tree {sub}: {odd} entries carry data (values must be keys)"
+                                        ));
                                     }
                                     branches += b;
                                     leaves += l;
                                     overflows += o;
                                     entries += e - 1;
                                 }
-                                Ok(d) => problems.push(format!(
-                                    "tree {name}: page {pg} entry {i}: bad nested tree {d:?}"
-                                )),
-                                Err(e) => {
-                                    problems.push(format!("tree {name}: page {pg} entry {i}: {e}"))
+                                Ok(d) => {
+                                    problems.push(format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}"))
                                 }
+                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
                             }
                         } else if flags != super::node::FLAG_INLINE || multi {
-                            problems.push(format!(
-                                "tree {name}: page {pg} entry {i}: unknown value flags {flags}"
-                            ));
+                            problems.push(format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"));
                         }
                     }
                     Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
@@ -191,10 +164,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         }
     }
     if entries != desc.entries {
-        problems.push(format!(
-            "tree {name}: {entries} entries, its descriptor counts {}",
-            desc.entries
-        ));
+        problems.push(format!("tree {name}: {entries} entries, its descriptor counts {}", desc.entries));
     }
     if (branches, leaves, overflows) != (desc.branch_pages, desc.leaf_pages, desc.overflow_pages) {
         problems.push(format!(

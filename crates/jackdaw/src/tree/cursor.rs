@@ -26,12 +26,7 @@ impl Cursor {
     }
 
     /// Position at the first entry >= (or >) `key`; invalid if none.
-    pub(crate) fn seek<P: PageRead + ?Sized>(
-        &mut self,
-        p: &P,
-        desc: &TreeDesc,
-        key: Bound<&[u8]>,
-    ) -> Result<()> {
+    pub(crate) fn seek<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, key: Bound<&[u8]>) -> Result<()> {
         self.valid = false;
         if desc.root == 0 {
             return Ok(());
@@ -58,12 +53,7 @@ impl Cursor {
     }
 
     /// Position at the last entry <= (or <) `key`; invalid if none.
-    pub(crate) fn seek_back<P: PageRead + ?Sized>(
-        &mut self,
-        p: &P,
-        desc: &TreeDesc,
-        key: Bound<&[u8]>,
-    ) -> Result<()> {
+    pub(crate) fn seek_back<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, key: Bound<&[u8]>) -> Result<()> {
         self.valid = false;
         if desc.root == 0 {
             return Ok(());

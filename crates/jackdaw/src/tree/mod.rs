@@ -116,10 +116,7 @@ impl TreeDesc {
     }
     pub(crate) fn decode(b: &[u8]) -> Result<TreeDesc> {
         if b.len() != DESC_LEN {
-            return Err(Error::corrupted(
-                None,
-                format!("tree descriptor of {} bytes", b.len()),
-            ));
+            return Err(Error::corrupted(None, format!("tree descriptor of {} bytes", b.len())));
         }
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8"));
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
@@ -134,10 +131,7 @@ impl TreeDesc {
             overflow_pages: u64_at(48),
         };
         if d.depth > 64 || (d.root == 0) != (d.depth == 0) || d.kind > 1 {
-            return Err(Error::corrupted(
-                None,
-                format!("tree descriptor is inconsistent: {d:?}"),
-            ));
+            return Err(Error::corrupted(None, format!("tree descriptor is inconsistent: {d:?}")));
         }
         Ok(d)
     }
@@ -170,22 +164,13 @@ impl Meta {
     pub(crate) fn decode(p: &[u8]) -> Result<Meta> {
         let b = &p[META_AT..META_AT + 16 + DESC_LEN];
         if b[..8] == [0u8; 8] {
-            return Ok(Meta {
-                next_tree_id: 1,
-                root: TreeDesc::default(),
-            });
+            return Ok(Meta { next_tree_id: 1, root: TreeDesc::default() });
         }
         if &b[..8] != META_MAGIC {
-            return Err(Error::corrupted(
-                Some(crate::data::file::META_PAGE),
-                "meta page magic",
-            ));
+            return Err(Error::corrupted(Some(crate::data::file::META_PAGE), "meta page magic"));
         }
         let next_tree_id = u64::from_le_bytes(b[8..16].try_into().expect("8"));
-        Ok(Meta {
-            next_tree_id,
-            root: TreeDesc::decode(&b[16..16 + DESC_LEN])?,
-        })
+        Ok(Meta { next_tree_id, root: TreeDesc::decode(&b[16..16 + DESC_LEN])? })
     }
     pub(crate) fn encode(&self, p: &mut [u8]) {
         let b = &mut p[META_AT..META_AT + 16 + DESC_LEN];

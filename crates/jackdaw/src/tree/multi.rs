@@ -22,19 +22,13 @@ pub(crate) const FLAG_SUBTREE: u8 = 3;
 
 /// Largest nested list (bytes) before the values move to a nested tree.
 pub(crate) fn nested_limit(page_size: usize, key_len: usize) -> usize {
-    (node::max_entry(page_size) / 2)
-        .min(node::max_entry(page_size) - node::LEAF_ENTRY_HEADER - key_len)
+    (node::max_entry(page_size) / 2).min(node::max_entry(page_size) - node::LEAF_ENTRY_HEADER - key_len)
 }
 
 /// Decode a nested list, checking order and bounds.
 pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
     let bad = |why: &str| Error::corrupted(None, format!("nested value list: {why}"));
-    let n = u32::from_le_bytes(
-        v.get(..4)
-            .ok_or_else(|| bad("short"))?
-            .try_into()
-            .expect("4"),
-    ) as usize;
+    let n = u32::from_le_bytes(v.get(..4).ok_or_else(|| bad("short"))?.try_into().expect("4")) as usize;
     let mut out = Vec::with_capacity(n.min(v.len() / 2));
     let mut pos = 4;
     for _ in 0..n {
@@ -56,10 +50,7 @@ pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
 
 pub(crate) fn list_count(v: &[u8]) -> Result<u64> {
     Ok(u32::from_le_bytes(
-        v.get(..4)
-            .ok_or_else(|| Error::corrupted(None, "nested value list: short"))?
-            .try_into()
-            .expect("4"),
+        v.get(..4).ok_or_else(|| Error::corrupted(None, "nested value list: short"))?.try_into().expect("4"),
     ) as u64)
 }
 
@@ -96,14 +87,9 @@ fn load<P: PageRead + ?Sized>(
     };
     let (flags, v, _) = f.value()?;
     match flags {
-        FLAG_NESTED => Ok(Group::List(
-            decode_list(v)?.into_iter().map(<[u8]>::to_vec).collect(),
-        )),
+        FLAG_NESTED => Ok(Group::List(decode_list(v)?.into_iter().map(<[u8]>::to_vec).collect())),
         FLAG_SUBTREE => Ok(Group::Tree(TreeDesc::decode(v)?)),
-        f => Err(Error::corrupted(
-            None,
-            format!("multi-value entry with flags {f}"),
-        )),
+        f => Err(Error::corrupted(None, format!("multi-value entry with flags {f}"))),
     }
 }
 
@@ -122,10 +108,7 @@ pub(crate) fn count<P: PageRead + ?Sized>(
     match flags {
         FLAG_NESTED => list_count(v),
         FLAG_SUBTREE => Ok(TreeDesc::decode(v)?.entries),
-        f => Err(Error::corrupted(
-            None,
-            format!("multi-value entry with flags {f}"),
-        )),
+        f => Err(Error::corrupted(None, format!("multi-value entry with flags {f}"))),
     }
 }
 
@@ -153,15 +136,7 @@ fn store<W: PageWrite + ?Sized>(
             btree::delete(w, desc, cache, key, touched)?;
         }
         Group::List(vals) => {
-            btree::put(
-                w,
-                desc,
-                cache,
-                key,
-                FLAG_NESTED,
-                &encode_list(vals),
-                touched,
-            )?;
+            btree::put(w, desc, cache, key, FLAG_NESTED, &encode_list(vals), touched)?;
         }
         Group::Tree(d) => {
             btree::put(w, desc, cache, key, FLAG_SUBTREE, &d.encode(), touched)?;
@@ -231,11 +206,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     Ok(true)
 }
 
-fn to_tree<W: PageWrite + ?Sized>(
-    w: &mut W,
-    outer: &mut TreeDesc,
-    vals: Vec<Vec<u8>>,
-) -> Result<Group> {
+fn to_tree<W: PageWrite + ?Sized>(w: &mut W, outer: &mut TreeDesc, vals: Vec<Vec<u8>>) -> Result<Group> {
     let mut d = TreeDesc::default();
     let mut c = LeafCache::new(1);
     let mut t = 0;
@@ -293,10 +264,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
             } else if d.depth == 1 && {
                 let page = w.page(d.root)?;
                 let n = Node::new(&page);
-                let size: usize = 4
-                    + (0..n.count())
-                        .map(|i| n.key(i).map(|k| 2 + k.len()))
-                        .sum::<Result<usize>>()?;
+                let size: usize = 4 + (0..n.count()).map(|i| n.key(i).map(|k| 2 + k.len())).sum::<Result<usize>>()?;
                 size <= nested_limit(ps, key.len()) / 2
             } {
                 // Small again: back to a nested list.

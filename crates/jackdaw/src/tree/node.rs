@@ -50,9 +50,7 @@ fn corrupt(why: &str) -> Error {
 
 #[inline]
 fn u16_at(p: &[u8], o: usize) -> Result<u16> {
-    p.get(o..o + 2)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]))
-        .ok_or_else(|| corrupt("field past the page"))
+    p.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).ok_or_else(|| corrupt("field past the page"))
 }
 #[inline]
 fn u32_at(p: &[u8], o: usize) -> u32 {
@@ -106,14 +104,8 @@ impl<'a> Node<'a> {
     pub(crate) fn key(&self, i: usize) -> Result<&'a [u8]> {
         let o = self.slot(i)?;
         let klen = u16_at(self.p, o)? as usize;
-        let start = o + if self.is_leaf() {
-            LEAF_ENTRY_HEADER
-        } else {
-            BRANCH_ENTRY_HEADER
-        };
-        self.p
-            .get(start..start + klen)
-            .ok_or_else(|| corrupt("key past the page"))
+        let start = o + if self.is_leaf() { LEAF_ENTRY_HEADER } else { BRANCH_ENTRY_HEADER };
+        self.p.get(start..start + klen).ok_or_else(|| corrupt("key past the page"))
     }
     /// A leaf entry's flags and stored value.
     #[inline]
@@ -121,15 +113,9 @@ impl<'a> Node<'a> {
         let o = self.slot(i)?;
         let klen = u16_at(self.p, o)? as usize;
         let vlen = u16_at(self.p, o + 2)? as usize;
-        let flags = *self
-            .p
-            .get(o + 4)
-            .ok_or_else(|| corrupt("flags past the page"))?;
+        let flags = *self.p.get(o + 4).ok_or_else(|| corrupt("flags past the page"))?;
         let start = o + LEAF_ENTRY_HEADER + klen;
-        let v = self
-            .p
-            .get(start..start + vlen)
-            .ok_or_else(|| corrupt("value past the page"))?;
+        let v = self.p.get(start..start + vlen).ok_or_else(|| corrupt("value past the page"))?;
         Ok((flags, v, start))
     }
     /// A branch entry's child.
@@ -152,9 +138,7 @@ impl<'a> Node<'a> {
     pub(crate) fn entry(&self, i: usize) -> Result<&'a [u8]> {
         let o = self.slot(i)?;
         let n = self.entry_size(i)?;
-        self.p
-            .get(o..o + n)
-            .ok_or_else(|| corrupt("entry past the page"))
+        self.p.get(o..o + n).ok_or_else(|| corrupt("entry past the page"))
     }
     /// Leaf: position of `key` (`Ok(i)` found, `Err(i)` insertion point).
     #[inline]
@@ -183,8 +167,7 @@ impl<'a> Node<'a> {
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER)
-                .ok_or_else(|| corrupt("key past the page"))?;
+            let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
@@ -274,12 +257,7 @@ pub(crate) fn compact(p: &mut [u8]) -> Result<()> {
 }
 
 /// Insert a raw entry at index `i`. The caller checked `fits`.
-pub(crate) fn insert_raw(
-    p: &mut [u8],
-    i: usize,
-    size: usize,
-    write: impl FnOnce(&mut [u8]),
-) -> Result<()> {
+pub(crate) fn insert_raw(p: &mut [u8], i: usize, size: usize, write: impl FnOnce(&mut [u8])) -> Result<()> {
     if gap(p) < size + 2 {
         compact(p)?;
     }
@@ -326,9 +304,7 @@ pub(crate) fn write_branch_entry(dst: &mut [u8], key: &[u8], child: u64) {
 }
 
 pub(crate) fn insert_branch(p: &mut [u8], i: usize, key: &[u8], child: u64) -> Result<()> {
-    insert_raw(p, i, branch_entry_size(key), |d| {
-        write_branch_entry(d, key, child)
-    })
+    insert_raw(p, i, branch_entry_size(key), |d| write_branch_entry(d, key, child))
 }
 
 /// Remove entry `i` (its bytes become garbage).

@@ -38,15 +38,9 @@ pub(crate) fn encode_ref(len: u64, first: u64) -> [u8; 16] {
 
 pub(crate) fn decode_ref(v: &[u8]) -> Result<(u64, u64)> {
     if v.len() != 16 {
-        return Err(Error::corrupted(
-            None,
-            "overflow reference of the wrong size",
-        ));
+        return Err(Error::corrupted(None, "overflow reference of the wrong size"));
     }
-    Ok((
-        u64::from_le_bytes(v[..8].try_into().expect("8")),
-        u64::from_le_bytes(v[8..].try_into().expect("8")),
-    ))
+    Ok((u64::from_le_bytes(v[..8].try_into().expect("8")), u64::from_le_bytes(v[8..].try_into().expect("8"))))
 }
 
 fn set_link(p: &mut [u8], next: u64, len: usize) {
@@ -60,13 +54,9 @@ pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
         return Err(Error::corrupted(Some(pgno), "expected an overflow page"));
     }
     let next = u64::from_le_bytes(p[PAGE_HEADER..PAGE_HEADER + 8].try_into().expect("8"));
-    let len =
-        u32::from_le_bytes(p[PAGE_HEADER + 8..PAGE_HEADER + 12].try_into().expect("4")) as usize;
+    let len = u32::from_le_bytes(p[PAGE_HEADER + 8..PAGE_HEADER + 12].try_into().expect("4")) as usize;
     if len > p.len() - DATA_AT {
-        return Err(Error::corrupted(
-            Some(pgno),
-            "overflow page length past the page",
-        ));
+        return Err(Error::corrupted(Some(pgno), "overflow page length past the page"));
     }
     Ok((next, len))
 }
@@ -74,14 +64,8 @@ pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
 /// Write `value` as a chain of dirty pages; returns the first page and the page count.
 pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
     let cap = capacity(w.page_size());
-    let chunks: Vec<&[u8]> = if value.is_empty() {
-        vec![&[][..]]
-    } else {
-        value.chunks(cap).collect()
-    };
-    let pages: Vec<u64> = (0..chunks.len())
-        .map(|_| w.alloc(PageKind::Overflow))
-        .collect::<Result<_>>()?;
+    let chunks: Vec<&[u8]> = if value.is_empty() { vec![&[][..]] } else { value.chunks(cap).collect() };
+    let pages: Vec<u64> = (0..chunks.len()).map(|_| w.alloc(PageKind::Overflow)).collect::<Result<_>>()?;
     for (i, c) in chunks.iter().enumerate() {
         let next = pages.get(i + 1).copied().unwrap_or(0);
         let p = w.page_mut(pages[i])?;
@@ -93,11 +77,7 @@ pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u
 
 /// Stream `len` bytes from `r` into pages written straight to the data file (never more than one
 /// page in memory). Returns the first page and the page count.
-pub(crate) fn write_stream<W: PageWrite + ?Sized>(
-    w: &mut W,
-    len: u64,
-    r: &mut dyn Read,
-) -> Result<(u64, u64)> {
+pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut dyn Read) -> Result<(u64, u64)> {
     let ps = w.page_size();
     let cap = capacity(ps);
     let mut buf = vec![0u8; ps];
@@ -109,8 +89,7 @@ pub(crate) fn write_stream<W: PageWrite + ?Sized>(
         let take = left.min(cap as u64) as usize;
         buf.fill(0);
         page::init(&mut buf, cur, PageKind::Overflow);
-        r.read_exact(&mut buf[DATA_AT..DATA_AT + take])
-            .map_err(|e| Error::io("read value from caller's reader", e))?;
+        r.read_exact(&mut buf[DATA_AT..DATA_AT + take]).map_err(|e| Error::io("read value from caller's reader", e))?;
         left -= take as u64;
         let next = if left > 0 { w.reserve()? } else { 0 };
         set_link(&mut buf, next, take);
@@ -138,10 +117,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     while cur != 0 {
         seen += 1;
         if seen > expect {
-            return Err(Error::corrupted(
-                Some(cur),
-                "overflow chain longer than its value",
-            ));
+            return Err(Error::corrupted(Some(cur), "overflow chain longer than its value"));
         }
         let page = p.page(cur)?;
         let (next, len) = link(&page, cur)?;
@@ -160,8 +136,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
 
 /// Read the whole value.
 pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Result<Vec<u8>> {
-    let cap = usize::try_from(total)
-        .map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
+    let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let mut out = Vec::with_capacity(cap.min(1 << 30));
     walk(p, first, total, |_, d| {
         out.extend_from_slice(d);

@@ -32,10 +32,7 @@ pub(crate) struct Geometry {
 
 impl Geometry {
     pub(crate) fn new(page_size: usize) -> Geometry {
-        Geometry {
-            page_size,
-            section: section_pages(page_size),
-        }
+        Geometry { page_size, section: section_pages(page_size) }
     }
     pub(crate) fn section_of(&self, pgno: u64) -> u64 {
         pgno / self.section
@@ -79,10 +76,7 @@ pub(crate) fn first_set_bit(page: &[u8], limit: u64) -> Option<u64> {
 pub(crate) fn count_set_bits(page: &[u8], limit: u64) -> u64 {
     let bits = &page[PAGE_HEADER..];
     let full = (limit / 8) as usize;
-    let mut n: u64 = bits[..full.min(bits.len())]
-        .iter()
-        .map(|b| b.count_ones() as u64)
-        .sum();
+    let mut n: u64 = bits[..full.min(bits.len())].iter().map(|b| b.count_ones() as u64).sum();
     if limit % 8 != 0 && full < bits.len() {
         n += (bits[full] & ((1u8 << (limit % 8)) - 1)).count_ones() as u64;
     }

@@ -132,8 +132,7 @@ impl Core {
     /// the threshold (bounds recovery time), or page versions held in memory past half the cap.
     pub(crate) fn flush_due(&self) -> bool {
         let written = Counters::get(&self.counters.journal_bytes_stored);
-        written.saturating_sub(self.journal_bytes_at_flush.load(Ordering::Relaxed))
-            >= self.opts.flush_threshold_bytes
+        written.saturating_sub(self.journal_bytes_at_flush.load(Ordering::Relaxed)) >= self.opts.flush_threshold_bytes
             || self.table.bytes() >= self.opts.max_pinned_bytes / 2
     }
 

@@ -58,10 +58,8 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     if target <= header.flushed_txid {
         return Ok(());
     }
-    core.journal_bytes_at_flush.store(
-        Counters::get(&core.counters.journal_bytes_stored),
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    core.journal_bytes_at_flush
+        .store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
     core.journal.lock().make_durable(target)?;
     // Pages changed in (flushed, target], and where the log stands after target.
     let (pages, last) = {
@@ -75,20 +73,14 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         let last = match last {
             Some((np, Some(end))) => Some((np, end)),
             Some((_, None)) => {
-                return Err(Error::corrupted(
-                    None,
-                    "flusher: a visible transaction has no journal position",
-                ))
+                return Err(Error::corrupted(None, "flusher: a visible transaction has no journal position"))
             }
             None => None,
         };
         (pages, last)
     };
     let Some((next_page, journal_end)) = last else {
-        return Err(Error::corrupted(
-            None,
-            format!("flusher: no log entries up to transaction {target}"),
-        ));
+        return Err(Error::corrupted(None, format!("flusher: no log entries up to transaction {target}")));
     };
     let pages: Vec<u64> = pages.into_iter().collect();
     let mut kinds = [0u64; 8];
@@ -99,12 +91,10 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         let mut bufs = Vec::new();
         let mut j = i;
         while j < pages.len() && (j == i || pages[j] == pages[j - 1] + 1) && bufs.len() < 256 {
-            let b = core.table.get(pages[j], target).ok_or_else(|| {
-                Error::corrupted(
-                    Some(pages[j]),
-                    "flusher: page version missing from the page table",
-                )
-            })?;
+            let b = core
+                .table
+                .get(pages[j], target)
+                .ok_or_else(|| Error::corrupted(Some(pages[j]), "flusher: page version missing from the page table"))?;
             kinds[(b[24] as usize).min(7)] += 1;
             bufs.push(b);
             j += 1;
@@ -133,8 +123,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     core.data.write_header(&next)?;
     core.counters.synced(SyncSite::Header);
     *header = next;
-    core.flushed_txid
-        .store(target, std::sync::atomic::Ordering::Relaxed);
+    core.flushed_txid.store(target, std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
     core.txlog.lock().retain(|t| t.txid > target);
     core.journal.lock().retire(target)?;
@@ -166,12 +155,7 @@ pub(crate) fn run(core: Arc<Core>) {
         let requested = {
             let mut c = core.flusher_ctl.lock();
             if !c.requested && !c.stop {
-                core.flusher_cv.wait_for(
-                    &mut c,
-                    core.opts
-                        .flush_idle
-                        .min(std::time::Duration::from_millis(250)),
-                );
+                core.flusher_cv.wait_for(&mut c, core.opts.flush_idle.min(std::time::Duration::from_millis(250)));
             }
             if c.stop {
                 return;
@@ -184,8 +168,7 @@ pub(crate) fn run(core: Arc<Core>) {
             last_commits = commits;
             quiet_since = now;
         }
-        let idle =
-            core.table.pages() > 0 && now.saturating_sub(quiet_since) >= core.opts.flush_idle;
+        let idle = core.table.pages() > 0 && now.saturating_sub(quiet_since) >= core.opts.flush_idle;
         let due = requested || core.flush_due() || idle;
         if !due {
             continue;

@@ -54,22 +54,13 @@ impl PageTable {
         }
         let m = self.map.read();
         let vs = m.get(&pgno)?;
-        vs.iter()
-            .rev()
-            .find(|(t, _)| *t <= txid)
-            .map(|(_, b)| b.clone())
+        vs.iter().rev().find(|(t, _)| *t <= txid).map(|(_, b)| b.clone())
     }
 
     /// Publish transaction `txid`'s pages. `visible` is the last visible transaction; `needed`
     /// lists the snapshot ids that may read older versions (live snapshots and `visible`):
     /// superseded versions at or below `visible` that none of them reads are dropped (invariant 4).
-    pub(crate) fn publish(
-        &self,
-        txid: u64,
-        pages: Vec<(u64, PageBuf)>,
-        visible: u64,
-        needed: &[u64],
-    ) {
+    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>, visible: u64, needed: &[u64]) {
         let mut dropped: Vec<PageBuf> = Vec::new();
         {
             let mut m = self.map.write();
@@ -182,11 +173,7 @@ mod tests {
         t.publish(3, vec![(9, buf(3))], 2, &[1, 2]);
         t.publish(4, vec![(9, buf(4))], 3, &[1, 3]);
         assert_eq!(t.get(9, 1).unwrap()[0], 1);
-        assert_eq!(
-            t.get(9, 2).unwrap()[0],
-            1,
-            "version 2 was dropped: no snapshot at 2 remained"
-        );
+        assert_eq!(t.get(9, 2).unwrap()[0], 1, "version 2 was dropped: no snapshot at 2 remained");
         assert_eq!(t.get(9, 3).unwrap()[0], 3);
         assert_eq!(t.get(9, 9).unwrap()[0], 4);
         assert_eq!(t.bytes(), 3 * 16);

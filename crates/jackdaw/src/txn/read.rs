@@ -47,10 +47,7 @@ impl View {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
             return Err(Error::corrupted(
                 Some(pgno),
-                format!(
-                    "page number outside [2, {}) of transaction {}",
-                    self.next_page, self.txid
-                ),
+                format!("page number outside [2, {}) of transaction {}", self.next_page, self.txid),
             ));
         }
         if let Some(b) = core.table.get(pgno, self.txid) {
@@ -81,16 +78,8 @@ impl Snapshot {
             let c = core.committed();
             (c, r.add(c.txid, now))
         };
-        let view = View {
-            txid: c.txid,
-            next_page: c.next_page,
-            map: core.data.map(),
-        };
-        Arc::new(Snapshot {
-            core: core.clone(),
-            view,
-            slot,
-        })
+        let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
+        Arc::new(Snapshot { core: core.clone(), view, slot })
     }
 
     /// The id of the last transaction this snapshot sees.

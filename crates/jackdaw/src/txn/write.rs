@@ -56,18 +56,13 @@ impl PageTxn {
             flusher::flush_once(core)?;
             let pinned = core.table.bytes();
             if pinned > cap {
-                return Err(Error::PinnedLimit {
-                    pinned_bytes: pinned,
-                    cap_bytes: cap,
-                });
+                return Err(Error::PinnedLimit { pinned_bytes: pinned, cap_bytes: cap });
             }
         }
         let guard = if wait {
             core.writer.lock_arc()
         } else {
-            core.writer
-                .try_lock_arc()
-                .ok_or(Error::Busy("another write transaction is active"))?
+            core.writer.try_lock_arc().ok_or(Error::Busy("another write transaction is active"))?
         };
         core.check_writable()?;
         let c = *core.prepared.lock();
@@ -76,11 +71,7 @@ impl PageTxn {
         Ok(PageTxn {
             core: core.clone(),
             _guard: guard,
-            base: View {
-                txid: c.txid,
-                next_page: c.next_page,
-                map: core.data.map(),
-            },
+            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
             next_page: c.next_page,
             dirty: PgnoMap::default(),
             free,
@@ -130,9 +121,7 @@ impl PageTxn {
     pub(crate) fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
         if !self.dirty.contains_key(&pgno) {
             if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
-                return Err(Error::Invalid(format!(
-                    "page {pgno} is not an allocated page of this transaction"
-                )));
+                return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
             }
             let buf = self.base.page(&self.core, pgno)?.to_vec();
             self.dirty.insert(pgno, Dirty { buf, fresh: false });
@@ -192,10 +181,8 @@ impl PageTxn {
             self.next_page += 1;
         }
         let p = self.next_page;
-        self.next_page = self
-            .next_page
-            .checked_add(1)
-            .ok_or_else(|| Error::Invalid("page numbers exhausted".into()))?;
+        self.next_page =
+            self.next_page.checked_add(1).ok_or_else(|| Error::Invalid("page numbers exhausted".into()))?;
         Ok(p)
     }
 
@@ -228,9 +215,7 @@ impl PageTxn {
     /// its checksum. Nothing of it stays in memory.
     pub(crate) fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
         if pgno < self.base.next_page || pgno >= self.next_page || self.dirty.contains_key(&pgno) {
-            return Err(Error::Invalid(format!(
-                "page {pgno} was not reserved for writing once"
-            )));
+            return Err(Error::Invalid(format!("page {pgno} was not reserved for writing once")));
         }
         let core = &self.core;
         page::seal(buf, pgno, self.base.txid + 1);
@@ -239,9 +224,7 @@ impl PageTxn {
                 core.poison(e)
             }
         })?;
-        core.data
-            .write_page(pgno, buf)
-            .inspect_err(|e| core.poison(e))?;
+        core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
         self.streamed.insert(pgno, page::stored_checksum(buf));
         self.streamed_map = Some(core.data.map());
         Ok(())
@@ -259,11 +242,7 @@ impl PageTxn {
         let eligible: Vec<u64> = if min == 0 {
             Vec::new()
         } else {
-            pgnos
-                .iter()
-                .copied()
-                .filter(|p| *p >= self.base.next_page && self.dirty[p].fresh)
-                .collect()
+            pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect()
         };
         if eligible.len() >= min.max(1) {
             let txid = self.base.txid + 1;
@@ -276,26 +255,17 @@ impl PageTxn {
                 while j < eligible.len() && eligible[j] == eligible[j - 1] + 1 && j - i < 1024 {
                     j += 1;
                 }
-                let slices: Vec<IoSlice<'_>> = eligible[i..j]
-                    .iter()
-                    .map(|p| IoSlice::new(&self.dirty[p].buf))
-                    .collect();
-                core.data
-                    .write_pages(eligible[i], &slices)
-                    .inspect_err(|e| core.poison(e))?;
+                let slices: Vec<IoSlice<'_>> =
+                    eligible[i..j].iter().map(|p| IoSlice::new(&self.dirty[p].buf)).collect();
+                core.data.write_pages(eligible[i], &slices).inspect_err(|e| core.poison(e))?;
                 i = j;
             }
             once.extend(eligible);
         }
         if !once.is_empty() || !self.streamed.is_empty() {
-            core.data
-                .sync(SyncSite::DataWriteOnce)
-                .inspect_err(|e| core.poison(e))?;
+            core.data.sync(SyncSite::DataWriteOnce).inspect_err(|e| core.poison(e))?;
             core.counters.synced(SyncSite::DataWriteOnce);
-            Counters::add(
-                &core.counters.written_once_pages,
-                (once.len() + self.streamed.len()) as u64,
-            );
+            Counters::add(&core.counters.written_once_pages, (once.len() + self.streamed.len()) as u64);
         }
         Ok(once)
     }
@@ -365,10 +335,8 @@ impl PageTxn {
         let payload = record::compress(payload)?;
         let ps = core.page_size as u64;
         pgnos.retain(|p| !once.contains(p));
-        let versions: Vec<(u64, PageBuf)> = pgnos
-            .iter()
-            .map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf)))
-            .collect();
+        let versions: Vec<(u64, PageBuf)> =
+            pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
         let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
@@ -388,13 +356,8 @@ impl PageTxn {
             next_page: self.next_page,
             journal_end: None,
         });
-        *core.alloc.lock() = AllocSummary {
-            free: std::mem::take(&mut self.free),
-        };
-        *core.prepared.lock() = Committed {
-            txid,
-            next_page: self.next_page,
-        };
+        *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
+        *core.prepared.lock() = Committed { txid, next_page: self.next_page };
         Ok(Prepared {
             core,
             txid: Some(txid),
@@ -445,9 +408,8 @@ impl Drop for Prepared {
     fn drop(&mut self) {
         if !self.done && self.txid.is_some() {
             // Later transactions wait for this record: they must fail, not hang.
-            self.core.poison(&Error::Poisoned(
-                "a prepared transaction was dropped before its record was written".into(),
-            ));
+            self.core
+                .poison(&Error::Poisoned("a prepared transaction was dropped before its record was written".into()));
             let _j = self.core.journal.lock();
             self.core.journal_cv.notify_all();
         }
@@ -465,25 +427,20 @@ impl Prepared {
             // Nothing written: a `Sync` empty commit still makes earlier records durable.
             if self.durability == Durability::Sync {
                 let mut j = core.journal.lock();
-                core.journal_cv.wait_while(&mut j, |j| {
-                    j.last_txid() < self.base && !j.failed() && core.poisoned.lock().is_none()
-                });
+                core.journal_cv
+                    .wait_while(&mut j, |j| j.last_txid() < self.base && !j.failed() && core.poisoned.lock().is_none());
                 if j.last_txid() < self.base {
                     return Err(Error::Poisoned("an earlier journal write failed".into()));
                 }
                 let r = j.make_durable(self.base);
                 r.inspect_err(|e| core.poison(e))?;
             }
-            return Ok(CommitStats {
-                time: self.t0.elapsed(),
-                ..Default::default()
-            });
+            return Ok(CommitStats { time: self.t0.elapsed(), ..Default::default() });
         };
         let appended = {
             let mut j = core.journal.lock();
-            core.journal_cv.wait_while(&mut j, |j| {
-                j.last_txid() + 1 < txid && !j.failed() && core.poisoned.lock().is_none()
-            });
+            core.journal_cv
+                .wait_while(&mut j, |j| j.last_txid() + 1 < txid && !j.failed() && core.poisoned.lock().is_none());
             if j.failed() || j.last_txid() + 1 != txid {
                 core.journal_cv.notify_all();
                 return Err(Error::Poisoned("an earlier journal write failed".into()));
@@ -496,10 +453,7 @@ impl Prepared {
                         break;
                     }
                 }
-                *core.committed.lock() = Committed {
-                    txid,
-                    next_page: self.next_page,
-                };
+                *core.committed.lock() = Committed { txid, next_page: self.next_page };
             }
             core.journal_cv.notify_all();
             r
@@ -509,10 +463,6 @@ impl Prepared {
         if core.flush_due() {
             core.wake_flusher();
         }
-        Ok(CommitStats {
-            journal_bytes_written: appended.written_len,
-            time: self.t0.elapsed(),
-            ..self.stats
-        })
+        Ok(CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats })
     }
 }

@@ -37,10 +37,7 @@ pub fn alloc(tx: &mut WriteTxn, value: u64) -> u64 {
 
 pub fn value_of(page: &[u8]) -> u64 {
     let v = u64::from_le_bytes(page[PAGE_HEADER..PAGE_HEADER + 8].try_into().unwrap());
-    assert!(
-        page[PAGE_HEADER..].chunks(8).all(|c| c == v.to_le_bytes()),
-        "torn page"
-    );
+    assert!(page[PAGE_HEADER..].chunks(8).all(|c| c == v.to_le_bytes()), "torn page");
     v
 }
 

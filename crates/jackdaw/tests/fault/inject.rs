@@ -16,8 +16,7 @@
 //! Journal files are reported as `JournalIo::DirectSync` so that the engine's `O_DSYNC` path runs.
 
 use jackdaw::storage::{
-    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile,
-    SyncSite,
+    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::io::{self, IoSlice};
 use std::path::Path;
@@ -57,15 +56,7 @@ impl Call {
     /// Calls after which the environment must be poisoned (a failed write or sync, or a failed
     /// metadata change of the journal or the data file).
     pub fn must_poison(self) -> bool {
-        matches!(
-            self,
-            Call::Write
-                | Call::Sync
-                | Call::SyncDir
-                | Call::Rename
-                | Call::Remove
-                | Call::SetLenShrink
-        )
+        matches!(self, Call::Write | Call::Sync | Call::SyncDir | Call::Rename | Call::Remove | Call::SetLenShrink)
     }
 }
 
@@ -155,8 +146,7 @@ impl FaultStorage {
         let i = self.st.n.fetch_add(1, Ordering::SeqCst);
         self.st.calls.lock().unwrap().push(c);
         let p = self.st.plan?;
-        let hit =
-            (i == p.at && p.fault.applies(c)) || (p.persistent && i > p.at && p.fault.applies(c));
+        let hit = (i == p.at && p.fault.applies(c)) || (p.persistent && i > p.at && p.fault.applies(c));
         // A call at `at` of another kind than the dry run's: fail it anyway with EIO (the caller
         // compares call logs and reports the divergence).
         let fault = if hit {
@@ -185,11 +175,7 @@ impl FaultStorage {
     }
 
     fn wrap(&self, path: &Path, f: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        Arc::new(FaultFile {
-            s: self.clone(),
-            f,
-            path: path.to_path_buf(),
-        })
+        Arc::new(FaultFile { s: self.clone(), f, path: path.to_path_buf() })
     }
 }
 
@@ -260,21 +246,13 @@ impl FaultFile {
 
 impl StorageFile for FaultFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.s
-            .st
-            .reads
-            .lock()
-            .unwrap()
-            .push((self.path.clone(), offset, buf.len()));
+        self.s.st.reads.lock().unwrap().push((self.path.clone(), offset, buf.len()));
         match self.s.decide(Call::Read) {
             None => self.f.read_exact_at(buf, offset),
             Some(Fault::ShortRead) => {
                 let half = buf.len() / 2;
                 let _ = self.f.read_exact_at(&mut buf[..half], offset);
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "short read (injected)",
-                ))
+                Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short read (injected)"))
             }
             Some(_) => Err(os(libc::EIO)),
         }
@@ -295,11 +273,7 @@ impl StorageFile for FaultFile {
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         let cur = self.f.len()?;
-        self.s.simple(if len > cur {
-            Call::SetLenGrow
-        } else {
-            Call::SetLenShrink
-        })?;
+        self.s.simple(if len > cur { Call::SetLenGrow } else { Call::SetLenShrink })?;
         self.f.set_len(len)
     }
     fn allocate(&self, len: u64) -> io::Result<()> {

@@ -118,10 +118,7 @@ pub fn tune_malloc() {
 
 /// An environment variable as a number, or `default`.
 pub fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -152,9 +149,7 @@ pub fn digest(m: &Model) -> u128 {
 pub fn read_all(r: &ReadTxn) -> Result<Model, Error> {
     let mut m = Model::new();
     for name in r.list_trees()? {
-        let t = r
-            .open_tree(&name)?
-            .ok_or_else(|| Error::Invalid(format!("listed tree {name} does not open")))?;
+        let t = r.open_tree(&name)?.ok_or_else(|| Error::Invalid(format!("listed tree {name} does not open")))?;
         let mut kv = BTreeMap::new();
         for item in r.range::<[u8], _>(&t, ..)? {
             let (k, v) = item?;

@@ -27,8 +27,7 @@
 
 use super::Rng;
 use jackdaw::storage::{
-    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile,
-    SyncSite,
+    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, IoSlice};
@@ -212,10 +211,7 @@ fn eio(what: &str) -> io::Error {
 
 /// The class of a write for the tallies.
 fn class(path: &Path, direct: bool, off: u64, len: usize) -> &'static str {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if name == "data.jdb" {
         if off < 2 * 4096 && len <= 4096 {
             "header"
@@ -238,13 +234,7 @@ fn class(path: &Path, direct: bool, off: u64, len: usize) -> &'static str {
 }
 
 /// Apply a write: whole (`tear` None), or only the sectors `tear` says are new.
-fn apply_write(
-    buf: &mut Vec<u8>,
-    off: u64,
-    data: &[u8],
-    clip: bool,
-    tear: Option<&dyn Fn(u64) -> bool>,
-) {
+fn apply_write(buf: &mut Vec<u8>, off: u64, data: &[u8], clip: bool, tear: Option<&dyn Fn(u64) -> bool>) {
     let off = off as usize;
     let mut end = off + data.len();
     if clip {
@@ -318,9 +308,8 @@ impl State {
             match &l.op {
                 FOp::SetLen(n) => buf.resize(*n as usize, 0),
                 FOp::Write { off, data } => {
-                    let torn = !l.durable
-                        && matches!(ch.v, Variant::Random(_))
-                        && ch.rng.as_mut().unwrap().chance(1, 3);
+                    let torn =
+                        !l.durable && matches!(ch.v, Variant::Random(_)) && ch.rng.as_mut().unwrap().chance(1, 3);
                     if torn {
                         let rng = ch.rng.as_mut().unwrap();
                         let first = *off / SECTOR;
@@ -373,10 +362,7 @@ impl State {
 
     fn pending(&self) -> usize {
         let reachable: std::collections::HashSet<usize> = self.names.values().copied().collect();
-        let f: usize = reachable
-            .iter()
-            .map(|&i| self.inodes[i].log.iter().filter(|l| !l.durable).count())
-            .sum();
+        let f: usize = reachable.iter().map(|&i| self.inodes[i].log.iter().filter(|l| !l.durable).count()).sum();
         let d: usize = self.dirs.values().map(|d| d.log.len()).sum();
         f + d
     }
@@ -385,19 +371,13 @@ impl State {
         let parent = path.parent().expect("a file in a directory");
         match self.dirs.get_mut(parent) {
             Some(d) => d.log.push(op),
-            None => panic!(
-                "SimStorage: {} is outside the simulated directories",
-                path.display()
-            ),
+            None => panic!("SimStorage: {} is outside the simulated directories", path.display()),
         }
     }
 }
 
 fn name_of(p: &Path) -> String {
-    p.file_name()
-        .expect("a file name")
-        .to_string_lossy()
-        .into_owned()
+    p.file_name().expect("a file name").to_string_lossy().into_owned()
 }
 
 impl SimStorage {
@@ -436,25 +416,14 @@ impl SimStorage {
         for (p, b) in &img.files {
             let live = mem.open(p, OpenMode::ReadWrite).unwrap();
             let ino = inodes.len();
-            inodes.push(Inode {
-                base: b.clone(),
-                log: Vec::new(),
-                live,
-            });
+            inodes.push(Inode { base: b.clone(), log: Vec::new(), live });
             names.insert(p.clone(), ino);
             dirs.get_mut(p.parent().unwrap())
                 .expect("file in a known directory")
                 .base
                 .insert(name_of(p), Entry::File(ino));
         }
-        SimStorage::with_state(State {
-            mem,
-            inodes,
-            names,
-            dirs,
-            roots: img.roots.clone(),
-            seq: 0,
-        })
+        SimStorage::with_state(State { mem, inodes, names, dirs, roots: img.roots.clone(), seq: 0 })
     }
 
     fn with_state(st: State) -> SimStorage {
@@ -520,17 +489,8 @@ impl SimStorage {
         };
         let keep8 = rng.as_mut().map_or(4, |r| *r.pick(&[2u64, 4, 4, 6]));
         let clip_direct = !self.sh.odsync_extends.load(Ordering::SeqCst);
-        let mut ch = Chooser {
-            v,
-            clip_direct,
-            rng: rng.as_mut(),
-            keep8,
-        };
-        let mut img = Image {
-            roots: st.roots.clone(),
-            dirs: Vec::new(),
-            files: BTreeMap::new(),
-        };
+        let mut ch = Chooser { v, clip_direct, rng: rng.as_mut(), keep8 };
+        let mut img = Image { roots: st.roots.clone(), dirs: Vec::new(), files: BTreeMap::new() };
         let mut cache: HashMap<usize, Vec<u8>> = HashMap::new();
         let mut stack: Vec<PathBuf> = st.roots.iter().rev().cloned().collect();
         while let Some(d) = stack.pop() {
@@ -580,10 +540,7 @@ impl SimStorage {
                 }
             }
             if buf != read_live(node.live.as_ref()) {
-                return Err(format!(
-                    "{}: log replay differs from the live file",
-                    p.display()
-                ));
+                return Err(format!("{}: log replay differs from the live file", p.display()));
             }
         }
         Ok(())
@@ -627,62 +584,33 @@ impl Storage for SimStorage {
         let mut st = self.sh.st.lock().unwrap();
         if let Some(&ino) = st.names.get(path) {
             let live = st.inodes[ino].live.clone();
-            return Ok(Arc::new(SimFile {
-                sim: self.clone(),
-                ino,
-                path: path.to_path_buf(),
-                live,
-                direct: false,
-            }));
+            return Ok(Arc::new(SimFile { sim: self.clone(), ino, path: path.to_path_buf(), live, direct: false }));
         }
         if mode == OpenMode::ReadWrite {
             return st.mem.open(path, mode);
         }
         let live = st.mem.open(path, OpenMode::CreateReadWrite)?;
         let ino = st.inodes.len();
-        st.inodes.push(Inode {
-            base: Vec::new(),
-            log: Vec::new(),
-            live: live.clone(),
-        });
+        st.inodes.push(Inode { base: Vec::new(), log: Vec::new(), live: live.clone() });
         st.names.insert(path.to_path_buf(), ino);
         st.dir_log(path, DOp::Create(name_of(path), Entry::File(ino)));
         let seq = Self::next_seq(&mut st);
         drop(st);
         self.point(seq, OpKind::Create);
-        Ok(Arc::new(SimFile {
-            sim: self.clone(),
-            ino,
-            path: path.to_path_buf(),
-            live,
-            direct: false,
-        }))
+        Ok(Arc::new(SimFile { sim: self.clone(), ino, path: path.to_path_buf(), live, direct: false }))
     }
 
     fn open_journal(&self, path: &Path) -> io::Result<JournalHandles> {
         self.crashed()?;
         let st = self.sh.st.lock().unwrap();
         let Some(&ino) = st.names.get(path) else {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{} not found", path.display()),
-            ));
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display())));
         };
         let live = st.inodes[ino].live.clone();
         let mk = |direct| -> Arc<dyn StorageFile> {
-            Arc::new(SimFile {
-                sim: self.clone(),
-                ino,
-                path: path.to_path_buf(),
-                live: live.clone(),
-                direct,
-            })
+            Arc::new(SimFile { sim: self.clone(), ino, path: path.to_path_buf(), live: live.clone(), direct })
         };
-        Ok(JournalHandles {
-            direct: mk(true),
-            buffered: mk(false),
-            io: JournalIo::DirectSync,
-        })
+        Ok(JournalHandles { direct: mk(true), buffered: mk(false), io: JournalIo::DirectSync })
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
@@ -756,16 +684,8 @@ impl Storage for SimStorage {
         let ablated = self.ablated(site);
         let mut st = self.sh.st.lock().unwrap();
         if !ablated {
-            let mut ch = Chooser {
-                v: Variant::KeepAll,
-                clip_direct: true,
-                rng: None,
-                keep8: 8,
-            };
-            let d = st
-                .dirs
-                .get(path)
-                .unwrap_or_else(|| panic!("sync_dir of unknown {}", path.display()));
+            let mut ch = Chooser { v: Variant::KeepAll, clip_direct: true, rng: None, keep8: 8 };
+            let d = st.dirs.get(path).unwrap_or_else(|| panic!("sync_dir of unknown {}", path.display()));
             let base = st.entries(d, &mut ch);
             let d = st.dirs.get_mut(path).unwrap();
             d.base = base;
@@ -800,10 +720,7 @@ impl SimFile {
         let seq = SimStorage::next_seq(&mut st);
         let cls = class(&self.path, self.direct, off, data.len());
         st.inodes[self.ino].log.push(LOp {
-            op: FOp::Write {
-                off,
-                data: Arc::new(data),
-            },
+            op: FOp::Write { off, data: Arc::new(data) },
             durable: false,
             direct: self.direct,
             seq,
@@ -822,8 +739,7 @@ impl SimFile {
 
     fn sync(&self, site: SyncSite) -> io::Result<()> {
         self.sim.crashed()?;
-        let spared = self.sim.sh.spare_new.load(Ordering::SeqCst)
-            && self.path.extension().is_some_and(|e| e == "tmp");
+        let spared = self.sim.sh.spare_new.load(Ordering::SeqCst) && self.path.extension().is_some_and(|e| e == "tmp");
         let ablated = self.sim.ablated(site) && !spared;
         let mut st = self.sim.sh.st.lock().unwrap();
         if !ablated {
@@ -863,12 +779,7 @@ impl StorageFile for SimFile {
         let mut st = self.sim.sh.st.lock().unwrap();
         self.live.set_len(len)?;
         let seq = SimStorage::next_seq(&mut st);
-        st.inodes[self.ino].log.push(LOp {
-            op: FOp::SetLen(len),
-            durable: false,
-            direct: false,
-            seq,
-        });
+        st.inodes[self.ino].log.push(LOp { op: FOp::SetLen(len), durable: false, direct: false, seq });
         drop(st);
         self.sim.point(seq, OpKind::SetLen);
         Ok(())
@@ -881,12 +792,7 @@ impl StorageFile for SimFile {
         }
         self.live.allocate(len)?;
         let seq = SimStorage::next_seq(&mut st);
-        st.inodes[self.ino].log.push(LOp {
-            op: FOp::SetLen(len),
-            durable: false,
-            direct: false,
-            seq,
-        });
+        st.inodes[self.ino].log.push(LOp { op: FOp::SetLen(len), durable: false, direct: false, seq });
         drop(st);
         self.sim.point(seq, OpKind::Allocate);
         Ok(())

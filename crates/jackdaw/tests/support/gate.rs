@@ -3,9 +3,7 @@
 //! opens the gate (or lets calls through one at a time).
 #![allow(dead_code)]
 
-use jackdaw::storage::{
-    FsStorage, JournalHandles, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite,
-};
+use jackdaw::storage::{FsStorage, JournalHandles, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
 use std::io::{self, IoSlice};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -87,11 +85,7 @@ impl Gate {
             if now >= end {
                 return false;
             }
-            s = self
-                .cv
-                .wait_timeout(s, (end - now).min(Duration::from_millis(20)))
-                .unwrap()
-                .0;
+            s = self.cv.wait_timeout(s, (end - now).min(Duration::from_millis(20))).unwrap().0;
         }
         true
     }
@@ -165,10 +159,7 @@ pub struct GatedStorage {
 
 impl GatedStorage {
     pub fn new() -> GatedStorage {
-        GatedStorage {
-            inner: Arc::new(FsStorage),
-            gate: Arc::new(Gate::default()),
-        }
+        GatedStorage { inner: Arc::new(FsStorage), gate: Arc::new(Gate::default()) }
     }
 }
 
@@ -194,11 +185,7 @@ impl Mapping for GatedMap {
 
 impl GatedStorage {
     fn wrap(&self, f: Arc<dyn StorageFile>, is_data: bool) -> Arc<dyn StorageFile> {
-        Arc::new(GatedFile {
-            inner: f,
-            gate: self.gate.clone(),
-            is_data,
-        })
+        Arc::new(GatedFile { inner: f, gate: self.gate.clone(), is_data })
     }
 }
 
@@ -211,16 +198,8 @@ impl Storage for GatedStorage {
         let h = self.inner.open_journal(path)?;
         let buffered = self.wrap(h.buffered.clone(), false);
         // Keep "same handle" identity: the journal compares handles with Arc::ptr_eq.
-        let direct = if Arc::ptr_eq(&h.direct, &h.buffered) {
-            buffered.clone()
-        } else {
-            self.wrap(h.direct, false)
-        };
-        Ok(JournalHandles {
-            direct,
-            buffered,
-            io: h.io,
-        })
+        let direct = if Arc::ptr_eq(&h.direct, &h.buffered) { buffered.clone() } else { self.wrap(h.direct, false) };
+        Ok(JournalHandles { direct, buffered, io: h.io })
     }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
@@ -242,10 +221,7 @@ impl Storage for GatedStorage {
         self.inner.sync_dir(path, site)
     }
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        Ok(self
-            .inner
-            .lock(path)?
-            .map(|g| Box::new(GatedLock(g)) as Box<dyn LockGuard>))
+        Ok(self.inner.lock(path)?.map(|g| Box::new(GatedLock(g)) as Box<dyn LockGuard>))
     }
 }
 
