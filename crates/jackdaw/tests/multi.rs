@@ -5,27 +5,6 @@ use common::*;
 use jackdaw::{Env, Error};
 use std::collections::{BTreeMap, BTreeSet};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn seed() -> u64 {
-    let s = std::env::var("JACKDAW_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    });
-    println!("seed {s} (replay with JACKDAW_SEED={s})");
-    s
-}
-
 type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 
 fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {

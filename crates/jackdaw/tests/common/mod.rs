@@ -50,3 +50,26 @@ pub fn check_pages(env: &Env, live: impl IntoIterator<Item = u64>) {
     let live: Vec<u64> = live.into_iter().collect();
     env.check_with(move |_| Ok(live)).unwrap();
 }
+
+/// A small xorshift generator for seeded tests.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The test's seed: `JACKDAW_SEED` when set (replay), else from the clock; printed either way.
+pub fn seed() -> u64 {
+    let s = std::env::var("JACKDAW_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
+    println!("seed {s} (replay with JACKDAW_SEED={s})");
+    s
+}
