@@ -202,10 +202,15 @@ impl Journal {
         f.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset).ctx("journal write")?;
         Counters::add(&self.counters.journal_writes, 1);
         self.written_txid = txid;
+        self.mark_dirty(f);
+        Ok(())
+    }
+
+    /// Remember that `f` has buffered writes the next sync must cover.
+    fn mark_dirty(&mut self, f: &Arc<dyn StorageFile>) {
         if !self.dirty.iter().any(|d| Arc::ptr_eq(d, f)) {
             self.dirty.push(f.clone());
         }
-        Ok(())
     }
 
     fn write_pending(&mut self) -> Result<()> {
@@ -223,9 +228,7 @@ impl Journal {
             pending[i].file.write_vectored_at(&slices, pending[i].offset).ctx("journal write (deferred records)")?;
             Counters::add(&self.counters.journal_writes, 1);
             self.written_txid = pending[j - 1].txid;
-            if !self.dirty.iter().any(|d| Arc::ptr_eq(d, &pending[i].file)) {
-                self.dirty.push(pending[i].file.clone());
-            }
+            self.mark_dirty(&pending[i].file);
             i = j;
         }
         Ok(())

@@ -25,6 +25,22 @@ impl Cursor {
         self.idx
     }
 
+    /// Descend to the leaf for `k`, recording the path: where `k` is (or would go) in that leaf,
+    /// and the leaf's entry count.
+    fn locate<P: PageRead + ?Sized>(
+        &mut self,
+        p: &P,
+        desc: &TreeDesc,
+        k: &[u8],
+    ) -> Result<(std::result::Result<usize, usize>, usize)> {
+        self.path.clear();
+        let mut t = 0;
+        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
+        let page = p.page(self.leaf)?;
+        let n = Node::new(&page);
+        Ok((n.search(k)?, n.count()))
+    }
+
     /// Position at the first entry >= (or >) `key`; invalid if none.
     pub(crate) fn seek<P: PageRead + ?Sized>(&mut self, p: &P, desc: &TreeDesc, key: Bound<&[u8]>) -> Result<()> {
         self.valid = false;
@@ -35,18 +51,13 @@ impl Cursor {
             Bound::Unbounded => return self.first(p, desc),
             Bound::Included(k) | Bound::Excluded(k) => k,
         };
-        self.path.clear();
-        let mut t = 0;
-        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
-        let page = p.page(self.leaf)?;
-        let n = Node::new(&page);
-        self.idx = match n.search(k)? {
+        let (found, count) = self.locate(p, desc, k)?;
+        self.idx = match found {
             Ok(i) if matches!(key, Bound::Excluded(_)) => i + 1,
             Ok(i) | Err(i) => i,
         };
         self.valid = true;
-        if self.idx >= n.count() {
-            drop(page);
+        if self.idx >= count {
             return self.next_leaf(p);
         }
         Ok(())
@@ -62,12 +73,8 @@ impl Cursor {
             Bound::Unbounded => return self.last(p, desc),
             Bound::Included(k) | Bound::Excluded(k) => k,
         };
-        self.path.clear();
-        let mut t = 0;
-        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
-        let page = p.page(self.leaf)?;
-        let n = Node::new(&page);
-        let pos = match n.search(k)? {
+        let (found, _) = self.locate(p, desc, k)?;
+        let pos = match found {
             Ok(i) if matches!(key, Bound::Included(_)) => Some(i),
             Ok(i) | Err(i) => i.checked_sub(1),
         };
@@ -77,10 +84,7 @@ impl Cursor {
                 self.idx = i;
                 Ok(())
             }
-            None => {
-                drop(page);
-                self.prev_leaf(p)
-            }
+            None => self.prev_leaf(p),
         }
     }
 
