@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace (release profile, as CI does), then the quickstart example.
+# Runs every test of the workspace (release profile, as CI does), the deterministic-scheduler
+# stage (the engine built with its `shuttle` feature), then the quickstart example.
 set -euo pipefail
 cd "$(dirname "$0")"
 cargo test --workspace --release "$@"
+cargo test --release -p jackdaw --features shuttle --test shuttle -- --nocapture
 cargo run --release -p jackdaw --example quickstart > /dev/null
 echo "quickstart: ok"

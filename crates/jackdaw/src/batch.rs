@@ -15,15 +15,15 @@
 //! transactions prepared after it too.
 
 use crate::api::{check_key, check_value_len, Tree, WriteTxn};
+use crate::sync::mpsc::{self, Receiver, SyncSender};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 use crate::tree::node::max_key_size;
 use crate::txn::core::Core;
 use crate::txn::write::Prepared;
 use crate::{Error, Result};
-use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
-use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// Bytes of keys and values merged into one transaction at most.
 const MAX_TX_BYTES: usize = 16 << 20;
@@ -128,7 +128,7 @@ impl MergerThreads {
         let merger = Arc::new(Merger { queue: Mutex::new(Queue::default()), cv: Condvar::new() });
         let (tx, rx) = mpsc::channel::<(Prepared, Vec<SyncSender<Result<()>>>)>();
         let m = merger.clone();
-        let committer = std::thread::Builder::new()
+        let committer = crate::sync::thread::Builder::new()
             .name("jackdaw-committer".into())
             .spawn(move || {
                 for (prepared, waiters) in rx {
@@ -143,7 +143,7 @@ impl MergerThreads {
             })
             .map_err(|e| Error::io("start committer thread", e))?;
         let (m, c) = (merger.clone(), core.clone());
-        let merger_thread = std::thread::Builder::new()
+        let merger_thread = crate::sync::thread::Builder::new()
             .name("jackdaw-merger".into())
             .spawn(move || run(&c, &m, tx))
             .map_err(|e| Error::io("start merger thread", e))?;

@@ -10,16 +10,17 @@ use crate::journal::{self, recovery, Journal};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
 use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
+use crate::sync::thread::JoinHandle;
+use crate::sync::AtomicBool;
+use crate::sync::{Condvar, Mutex};
 use crate::txn::alloc::{any_set_from, count_set_bits, AllocSummary, Geometry};
 use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
 use crate::txn::{flusher, page_table::PageTable};
 use crate::{Error, Result};
-use parking_lot::{Condvar, Mutex};
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 pub(crate) const DATA_FILE: &str = "data.jdb";
 const LOCK_FILE: &str = "lock";
@@ -65,7 +66,7 @@ impl Env {
         let core = Arc::new(open_core(path.as_ref(), opts)?);
         let flusher = if core.opts.flusher == FlusherMode::Background {
             let c = core.clone();
-            let h = std::thread::Builder::new()
+            let h = crate::sync::thread::Builder::new()
                 .name("jackdaw-flusher".into())
                 .spawn(move || flusher::run(c))
                 .ctx("start flusher thread")?;
@@ -123,7 +124,7 @@ impl Env {
     /// Submit a batch; `wait()` on the handle blocks until it is committed.
     pub fn write_batch_async(&self, batch: WriteBatch) -> BatchHandle {
         let refuse = |e: Error| {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let (tx, rx) = crate::sync::mpsc::sync_channel(1);
             let _ = tx.send(Err(e));
             BatchHandle::ready(rx)
         };
@@ -331,15 +332,15 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         prepared: Mutex::new(committed),
         txlog: Mutex::new(VecDeque::new()),
         readers: Mutex::new(Readers::default()),
-        writer: Arc::new(Mutex::new(())),
+        writer: crate::sync::WriterLock::default(),
         alloc: Mutex::new(alloc),
         flush_state: Mutex::new(header),
         flusher_ctl: Mutex::new(FlusherCtl::default()),
         flusher_cv: Condvar::new(),
         counters,
-        journal_bytes_at_flush: std::sync::atomic::AtomicU64::new(0),
-        tree_ids: std::sync::atomic::AtomicU64::new(1),
-        flushed_txid: std::sync::atomic::AtomicU64::new(header.flushed_txid),
+        journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
+        tree_ids: crate::sync::AtomicU64::new(1),
+        flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),
         closed: AtomicBool::new(false),
         _lock: lock,

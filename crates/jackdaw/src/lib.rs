@@ -18,6 +18,7 @@ mod journal;
 mod options;
 mod stats;
 pub mod storage;
+mod sync;
 mod tree;
 mod txn;
 
@@ -29,6 +30,9 @@ pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
 pub use error::{Error, Result};
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
+/// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).
+#[cfg(feature = "shuttle")]
+pub use shuttle;
 pub use stats::{CheckReport, CommitStats, ReaderInfo, Stats};
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;

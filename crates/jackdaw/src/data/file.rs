@@ -12,9 +12,10 @@ use super::header::{Header, SLOT_WRITE};
 use super::page;
 use crate::error::IoContext;
 use crate::storage::{Mapping, StorageFile, SyncSite};
+use crate::sync::AtomicU64;
+use crate::sync::{Mutex, RwLock};
 use crate::{Error, Result};
-use parking_lot::{Mutex, RwLock};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Page of the free-space bitmap of section 0 (section k >= 1 has its bitmap at page `k * S`,

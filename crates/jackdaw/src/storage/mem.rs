@@ -4,7 +4,7 @@
 
 use super::sys::SharedChunk;
 use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IoSlice};
 use std::path::{Path, PathBuf};

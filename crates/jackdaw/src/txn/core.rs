@@ -7,11 +7,12 @@ use crate::journal::{Journal, JournalPos};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::storage::LockGuard;
+use crate::sync::AtomicBool;
+use crate::sync::{Condvar, Mutex};
 use crate::{Error, Result};
-use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ pub(crate) struct Core {
     pub txlog: Mutex<VecDeque<TxRecord>>,
     pub readers: Mutex<Readers>,
     /// The single-writer lock.
-    pub writer: Arc<Mutex<()>>,
+    pub writer: crate::sync::WriterLock,
     pub alloc: Mutex<AllocSummary>,
     /// Held by a flush from start to end; guards the last written header.
     pub flush_state: Mutex<Header>,
@@ -95,11 +96,11 @@ pub(crate) struct Core {
     pub counters: Arc<Counters>,
     /// One more than the highest tree id handed out in this process: ids of trees created in
     /// aborted transactions are never handed out again, so a stale handle cannot alias a new tree.
-    pub tree_ids: std::sync::atomic::AtomicU64,
+    pub tree_ids: crate::sync::AtomicU64,
     /// The last flushed transaction (mirrors the header, readable without waiting for a flush).
-    pub flushed_txid: std::sync::atomic::AtomicU64,
+    pub flushed_txid: crate::sync::AtomicU64,
     /// Journal bytes written when the last flush began.
-    pub journal_bytes_at_flush: std::sync::atomic::AtomicU64,
+    pub journal_bytes_at_flush: crate::sync::AtomicU64,
     pub poisoned: Mutex<Option<String>>,
     pub closed: AtomicBool,
     pub _lock: Box<dyn LockGuard>,

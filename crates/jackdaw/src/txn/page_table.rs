@@ -12,10 +12,11 @@
 //!    or below the last visible transaction. Older versions are dropped when a new one is
 //!    published, so memory grows with the pages changed, not with the number of commits.
 
-use parking_lot::RwLock;
+use crate::sync::RwLock;
+use crate::sync::{AtomicU64, AtomicUsize};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An immutable committed page image.

@@ -21,8 +21,6 @@ use crate::options::{Durability, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters};
 use crate::storage::SyncSite;
 use crate::{Error, Result};
-use parking_lot::lock_api::ArcMutexGuard;
-use parking_lot::RawMutex;
 use std::collections::HashSet;
 use std::io::IoSlice;
 use std::sync::Arc;
@@ -35,7 +33,7 @@ struct Dirty {
 /// The page level of the single write transaction. Dropping it without `commit` aborts it.
 pub(crate) struct PageTxn {
     core: Arc<Core>,
-    _guard: ArcMutexGuard<RawMutex, ()>,
+    _guard: crate::sync::WriterGuard,
     base: View,
     next_page: u64,
     dirty: PgnoMap<Dirty>,
@@ -60,9 +58,9 @@ impl PageTxn {
             }
         }
         let guard = if wait {
-            core.writer.lock_arc()
+            core.writer.lock()
         } else {
-            core.writer.try_lock_arc().ok_or(Error::Busy("another write transaction is active"))?
+            core.writer.try_lock().ok_or(Error::Busy("another write transaction is active"))?
         };
         core.check_writable()?;
         let c = *core.prepared.lock();
@@ -379,7 +377,7 @@ impl Drop for PageTxn {
     }
 }
 
-thread_local! {
+crate::sync::thread_local! {
     /// Environments whose writer lock this thread holds (so `write_batch` can refuse to deadlock).
     static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
