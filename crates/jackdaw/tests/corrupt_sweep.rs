@@ -301,6 +301,7 @@ const SPECIALS: &[&str] = &[
     "journal duplicated as the next generation",
     "journal record forged: page_count 2^20",
     "journal record forged: lz4, raw_len 2^27",
+    "journal record forged: next_page 2^40",
     "journal record forged: stored_len past the file",
     "journal record forged: txid skips ahead",
 ];
@@ -820,7 +821,9 @@ fn corruption_sweep() {
                 "header format version 2 (both slots)"
                 | "header page size 1000 (both slots)"
                 | "header page size 131072 (both slots)" => Some("open: Err(IncompatibleFormat)"),
-                "header both slots damaged" | "header next_page 2^40 (newest slot)" => Some("open: Err(Corrupted)"),
+                "header both slots damaged"
+                | "header next_page 2^40 (newest slot)"
+                | "journal record forged: next_page 2^40" => Some("open: Err(Corrupted)"),
                 "header slots swapped"
                 | "header revision u64::MAX (older slot)"
                 | "journal duplicated as the next generation" => Some("ok: latest state, all data correct, check ok"),
@@ -982,40 +985,186 @@ fn regression_recovery_catches_a_corrupt_diff_base() {
     assert!(check.is_err(), "check() passed over a damaged page");
 }
 
-/// ENGINE BUG (crafted input): recovery trusts the `next_page` of a journal record and grows the
-/// data file to it before anything else is checked (`replay` calls `ensure_pages(h.next_page)`).
-/// A record forged with a valid checksum (xxh3 is not a MAC) and `next_page` = 2^17 makes
-/// `Env::open` of a 128 KiB image grow the data file to 512 MiB (on `MemStorage`: 512 MiB of heap;
-/// on disk: a 512 MiB `fallocate`), and with 2^40 the open never returns on `MemStorage` (it
-/// allocates 1 MiB chunks up to 4 PiB). The header's `next_page` is checked against the file
-/// length; a record's is not bounded by anything (e.g. the previous `next_page` plus the
-/// record's page count and bitmap pages).
+/// Offsets of the base's unflushed journal records, in chain order.
+fn unflushed_records(b: &Base) -> Vec<usize> {
+    let j = &b.files[&b.journal];
+    let txid = |off: usize| u64::from_le_bytes(j[off + 8..off + 16].try_into().unwrap());
+    let mut off = first_unflushed(b);
+    let mut out: Vec<usize> = Vec::new();
+    while off + 80 <= j.len()
+        && &j[off..off + 8] == b"JKDWJRNL"
+        && out.last().is_none_or(|&prev| txid(off) == txid(prev) + 1)
+    {
+        out.push(off);
+        let stored = u32::from_le_bytes(j[off + 48..off + 52].try_into().unwrap()) as usize;
+        off += (80 + stored).div_ceil(4096) * 4096;
+    }
+    out
+}
+
+/// Regression (fixed engine bug, crafted input): recovery used to trust the `next_page` of a
+/// journal record and grow the data file to it before anything else was checked (`replay` called
+/// `ensure_pages(h.next_page)` for every record). A record forged with a valid checksum (xxh3 is
+/// not a MAC) and `next_page` = 2^17 made `Env::open` of a 128 KiB image grow the data file to
+/// 512 MiB (on `MemStorage`: 512 MiB of heap; on disk: a 512 MiB `fallocate`), and with 2^40 the
+/// open never returned on `MemStorage` (it allocated 1 MiB chunks up to 4 PiB).
 ///
-/// Reproduction: the sweep's base image; in the first unflushed journal record set `next_page`
-/// (bytes 32..40) to 2^17 and recompute the checksum; `Env::open` allocates over 256 MiB.
+/// Fixed: replay no longer grows the file; a record may not lower the high-water mark; and after
+/// the whole chain is applied, every page between the header's `next_page` and the log's final
+/// one that no replayed record names must be marked free in the recovered bitmap (DURABILITY.md
+/// §7 step 7), else `Corrupted`, before the file is grown to the final `next_page`.
 ///
-/// Ignored (open, issue "Crash, fault and corruption testing"): it needs a forged checksum, which
-/// no corruption produces, and a tight bound is not obvious (a transaction may allocate and free
-/// many pages and journal none of them). Run with `--ignored` to see it fail.
+/// Reproduction: the sweep's base image; in an unflushed journal record set `next_page` (bytes
+/// 32..40) to 2^17 (or 2^40, ...) and recompute the checksum; `Env::open`. Each case must fail
+/// with `Corrupted` within the sweep's deadline, under the sweep's heap cap, without growing the
+/// data file.
 #[test]
-#[ignore = "open engine bug on forged journal records: recovery trusts a record's next_page"]
-fn bug_forged_journal_next_page_grows_data_file() {
+fn regression_forged_journal_next_page_is_bounded() {
     let b = build_base(1);
-    let mut f = b.files.clone();
-    let ju = first_unflushed(&b);
-    forge_record(f.get_mut(&b.journal).unwrap(), ju, |h| h[32..40].copy_from_slice(&(1u64 << 17).to_le_bytes()));
-    let mem = mem_of(&f);
-    let base = peak_reset();
-    let r = Env::open(DIR, opts(Arc::new(mem.clone()))).map(|_| ());
-    let peak = peak_since(base);
-    let len = mem.read_file(Path::new(DATA)).map(|d| d.len()).unwrap_or(0);
+    let recs = unflushed_records(&b);
+    assert!(recs.len() >= 2, "the base has {} unflushed records", recs.len());
+    let j = &b.files[&b.journal];
+    let last = *recs.last().unwrap();
+    let legit = u64::from_le_bytes(j[last + 32..last + 40].try_into().unwrap());
+    let cases: [(&str, usize, u64); 6] = [
+        ("first unflushed record, next_page 2^17", recs[0], 1 << 17),
+        ("last record, next_page 2^17", last, 1 << 17),
+        ("last record, next_page 2^40", last, 1 << 40),
+        ("last record, next_page u64::MAX", last, u64::MAX),
+        ("last record, next_page one page more", last, legit + 1),
+        ("last record, next_page one section more", last, legit + ((PS as u64 - 32) * 8)),
+    ];
+    for (what, off, next_page) in cases {
+        let mut f = b.files.clone();
+        forge_record(f.get_mut(&b.journal).unwrap(), off, |h| h[32..40].copy_from_slice(&next_page.to_le_bytes()));
+        let mem = mem_of(&f);
+        let m2 = mem.clone();
+        // On a worker thread: a regression fails at the deadline instead of hanging the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let base = peak_reset();
+            let t0 = Instant::now();
+            let r = Env::open(DIR, opts(Arc::new(m2))).map(|_| ());
+            let _ = tx.send((r, t0.elapsed(), peak_since(base)));
+        });
+        let (r, took, peak) = rx
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|_| panic!("{what}: Env::open did not return within {DEADLINE:?}"));
+        let len = mem.read_file(Path::new(DATA)).map(|d| d.len()).unwrap_or(0);
+        println!(
+            "regression_forged_journal_next_page_is_bounded: {what}: open = {}, {took:.1?}, peak heap {} KiB, data file {} KiB",
+            match &r {
+                Ok(()) => "Ok".to_string(),
+                Err(e) => format!("Err({}: {e})", err_kind(e)),
+            },
+            peak >> 10,
+            len >> 10
+        );
+        assert!(matches!(r, Err(Error::Corrupted { .. })), "{what}: expected Corrupted, got {r:?}");
+        assert!(peak <= ALLOC_CAP, "{what}: opening a 128 KiB image allocated {} MiB", peak >> 20);
+        assert!(len <= 1 << 20, "{what}: opening grew the data file to {} MiB", len >> 20);
+    }
+}
+
+/// The other side of `regression_forged_journal_next_page_is_bounded`: a transaction may raise
+/// `next_page` by allocating pages and freeing them again before it commits; those pages are in
+/// no journal record, only marked free in the bitmap. A crash before the flusher runs must still
+/// recover that state: the recovered `next_page` lies past every page the replayed record
+/// names. Checked twice: on the crash image as it is (the data file already holds `next_page`
+/// pages: commits grow it before writing their record), and with the data file cut to the
+/// header's high-water mark, so that recovery itself grows the file over the freed pages.
+#[test]
+fn recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction() {
+    let o = |s: Arc<dyn Storage>| opts(s).write_once_min_pages(0);
+    let mem = MemStorage::new();
+    let env = Env::open(DIR, o(Arc::new(mem.clone()))).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..50u64 {
+        tx.put(&t, format!("k{i:03}"), value(7, i, 200)).unwrap();
+    }
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    let flushed = env.stats();
+    // One `Sync` transaction (the default durability): 40 values of 5 overflow pages each,
+    // appended past the high-water mark, deleted again before the commit; one key kept.
+    let mut tx = env.write().unwrap();
+    let t = tx.open_tree("t").unwrap().unwrap();
+    for i in 0..40u64 {
+        tx.put(&t, format!("big{i:02}"), value(7, 100 + i, 20_000)).unwrap();
+    }
+    tx.put(&t, "kept", b"still here").unwrap();
+    for i in 0..40u64 {
+        assert!(tx.delete(&t, format!("big{i:02}")).unwrap());
+    }
+    tx.commit().unwrap();
+    let before = env.stats();
+    assert_eq!(before.last_flushed_txid, flushed.last_committed_txid, "nothing flushed after the first transaction");
+    assert_eq!(before.last_committed_txid, flushed.last_committed_txid + 1);
+    let img = mem.deep_clone(); // the process crashes here: the flusher never ran
+    drop(env);
+
+    // The replayed record: the highest page it names.
+    let mut max_named = 0u64;
+    let mut records = 0;
+    for name in img.list_dir(Path::new(JDIR)).unwrap() {
+        let j = img.read_file(&Path::new(JDIR).join(name)).unwrap();
+        let le32 = |o: usize| u32::from_le_bytes(j[o..o + 4].try_into().unwrap()) as usize;
+        let le64 = |o: usize| u64::from_le_bytes(j[o..o + 8].try_into().unwrap());
+        for off in (0..j.len().saturating_sub(79)).step_by(4096) {
+            if &j[off..off + 8] != b"JKDWJRNL" || le64(off + 8) <= flushed.last_committed_txid {
+                continue;
+            }
+            records += 1;
+            assert_eq!(le64(off + 32), before.next_page, "the record's next_page");
+            assert_eq!(le32(off + 44) & 1, 0, "payload stored uncompressed (small record)");
+            let mut e = off + 80;
+            for _ in 0..le32(off + 40) {
+                max_named = max_named.max(le64(e));
+                assert_ne!(j[e + 8], 3, "no page written once (write_once_min_pages = 0)");
+                e += 16 + le32(e + 12);
+            }
+        }
+    }
+    assert_eq!(records, 1, "one unflushed record");
     println!(
-        "bug_forged_journal_next_page_grows_data_file: open = {r:?}, peak heap {} MiB, data file now {} MiB",
-        peak >> 20,
-        len >> 20
+        "recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction: header next_page {}, record next_page {}, highest page the record names {max_named}, free pages {}",
+        flushed.next_page, before.next_page, before.free_pages
     );
-    assert!(peak <= ALLOC_CAP, "opening a 128 KiB image allocated {} MiB", peak >> 20);
-    assert!(len <= 1 << 20, "opening grew the data file to {} MiB", len >> 20);
+    assert!(
+        before.next_page > max_named + 150 && before.free_pages >= 150,
+        "the transaction must leave a gap of freed, unjournaled pages below next_page"
+    );
+
+    let cut = {
+        let c = img.deep_clone();
+        let d = c.read_file(Path::new(DATA)).unwrap();
+        assert!(d.len() as u64 >= before.next_page * PS as u64);
+        c.write_file(Path::new(DATA), &d[..flushed.next_page as usize * PS]);
+        c
+    };
+    for (what, image) in [("crash image", img), ("data file cut to the header's next_page", cut)] {
+        let env = Env::open(DIR, o(Arc::new(image))).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+        let st = env.stats();
+        assert_eq!(st.last_committed_txid, before.last_committed_txid, "{what}");
+        assert_eq!(st.next_page, before.next_page, "{what}");
+        assert_eq!(st.free_pages, before.free_pages, "{what}");
+        assert!(st.data_file_bytes >= st.next_page * PS as u64, "{what}");
+        let report = env.check().unwrap_or_else(|e| panic!("{what}: check: {e}"));
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        for i in 0..50u64 {
+            assert_eq!(r.get(&t, format!("k{i:03}")).unwrap().as_deref(), Some(&value(7, i, 200)[..]), "{what}");
+        }
+        assert_eq!(r.get(&t, "kept").unwrap().as_deref(), Some(&b"still here"[..]), "{what}");
+        for i in 0..40u64 {
+            assert!(r.get(&t, format!("big{i:02}")).unwrap().is_none(), "{what}");
+        }
+        println!(
+            "recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction: {what}: recovered next_page {}, free pages {}, check ok ({} pages in use, {} free)",
+            st.next_page, st.free_pages, report.pages_in_use, report.free_pages
+        );
+    }
 }
 
 /// Regression (fixed engine bug, crafted input): `record::entries` used to reserve `Vec::with_capacity(page_count)` from

@@ -13,9 +13,11 @@
 
 use super::record::{self, RecordHeader, BLOCK};
 use super::{parse_name, JournalPos};
+use crate::data::page::PAGE_HEADER;
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
 use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::txn::alloc::Geometry;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -160,6 +162,12 @@ pub(crate) fn scan(
 
 /// Replay every record after the header into the data file (not synced: the caller syncs and
 /// writes the header). Returns where the log ended.
+///
+/// A record's `next_page` is trusted only once it is justified: records may not lower the
+/// high-water mark, and after the whole chain is applied every page in `[header.next_page,
+/// end.next_page)` that no replayed record names must be marked free in the recovered bitmap
+/// (`check_unnamed_pages_free`). Only then is the data file grown to `end.next_page`; nothing
+/// grows it before, so a forged `next_page` costs no disk space and no memory.
 pub(crate) fn replay(
     storage: &dyn Storage,
     dir: &Path,
@@ -168,10 +176,19 @@ pub(crate) fn replay(
 ) -> Result<(ScanEnd, BTreeMap<u64, PathBuf>)> {
     let paths = list(storage, dir, true)?;
     let ps = data.page_size;
+    // Pages the data file holds before recovery (it is not grown until every check passed).
+    let file_pages = data.len() / ps as u64;
     let mut pages: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut written_once: HashMap<u64, u64> = HashMap::new();
+    let mut high = header.next_page;
     let end = scan(storage, &paths, header, |h, payload| {
-        data.ensure_pages(h.next_page)?;
+        if h.next_page < high {
+            return Err(Error::corrupted(
+                None,
+                format!("journal record {} lowers the page high-water mark from {high} to {}", h.txid, h.next_page),
+            ));
+        }
+        high = h.next_page;
         for e in record::entries(payload, h.page_count, ps)? {
             if e.pgno < crate::data::file::FIRST_BITMAP_PAGE || e.pgno >= h.next_page {
                 return Err(Error::corrupted(
@@ -191,7 +208,8 @@ pub(crate) fn replay(
                 std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::btree_map::Entry::Vacant(v) => {
                     let mut buf = vec![0u8; ps];
-                    if e.kind == record::EntryKind::Diff {
+                    // A base past the end of the file reads as zeros (what growing it would give).
+                    if e.kind == record::EntryKind::Diff && e.pgno < file_pages {
                         data.read_page(e.pgno, &mut buf)?;
                     }
                     v.insert(buf)
@@ -210,8 +228,14 @@ pub(crate) fn replay(
             Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
         })?;
     }
-    for (pgno, sum) in written_once {
+    for (&pgno, &sum) in &written_once {
         let mut buf = vec![0u8; ps];
+        if pgno >= file_pages {
+            return Err(Error::corrupted(
+                Some(pgno),
+                "a page written once before its journal record lies past the end of the data file",
+            ));
+        }
         data.read_page(pgno, &mut buf)?;
         if crate::data::page::stored_checksum(&buf) != sum || crate::data::page::verify(&buf, pgno).is_err() {
             return Err(Error::corrupted(
@@ -220,8 +244,174 @@ pub(crate) fn replay(
             ));
         }
     }
+    check_unnamed_pages_free(data, file_pages, header.next_page, end.next_page, &pages, &written_once)?;
+    // Justified now: grow the file to the recovered high-water mark (usually a no-op: commits
+    // grow it durably before writing their records).
+    data.ensure_pages(end.next_page)?;
     for (pgno, buf) in &pages {
         data.write_page(*pgno, buf)?;
     }
     Ok((end, paths))
+}
+
+/// The high-water mark rule of recovery: every page in `[from, to)` (pages allocated after the
+/// header's state, up to the end of the log) that no replayed record names (`rebuilt` or
+/// `written_once`) must be marked free in the recovered bitmap. A transaction that raises
+/// `next_page` journals every page it leaves in use, and the pages it allocates and frees again
+/// without journaling them are free (bit 1) as of its commit; a later transaction that reuses
+/// one journals it. So the rule holds for every legitimate log, and a forged `next_page` breaks
+/// it: pages past the old mark have bit 0 (invariant 1 of `txn/alloc.rs`).
+///
+/// Bounded: one page buffer; the bitmap page of each section the range touches must be named by
+/// a replayed record unless it lies below `from` (the header's state), so the sections visited
+/// number at most one more than the named pages, and each costs one bitmap page's bits. A
+/// section whose bitmap page no record wrote fails at once, however large the range.
+fn check_unnamed_pages_free(
+    data: &DataFile,
+    file_pages: u64,
+    from: u64,
+    to: u64,
+    rebuilt: &BTreeMap<u64, Vec<u8>>,
+    written_once: &HashMap<u64, u64>,
+) -> Result<()> {
+    if from >= to {
+        return Ok(());
+    }
+    let g = Geometry::new(data.page_size);
+    let named = |p: u64| rebuilt.contains_key(&p) || written_once.contains_key(&p);
+    let mut buf = vec![0u8; data.page_size];
+    let mut k = g.section_of(from);
+    while let Some(first) = k.checked_mul(g.section).filter(|f| *f < to) {
+        let bp = g.bitmap_page(k);
+        let bitmap: &[u8] = if let Some(p) = rebuilt.get(&bp) {
+            p
+        } else if bp < from || written_once.contains_key(&bp) {
+            // Part of the header's state, or written once (and already checked): in the file.
+            if bp >= file_pages {
+                return Err(Error::corrupted(Some(bp), "free-space bitmap page lies past the end of the data file"));
+            }
+            data.read_page(bp, &mut buf)?;
+            crate::data::page::verify(&buf, bp)
+                .map_err(|err| Error::corrupted(Some(bp), format!("free-space bitmap page fails its check: {err}")))?;
+            &buf
+        } else {
+            return Err(Error::corrupted(
+                Some(bp),
+                format!(
+                    "the journal raises the page high-water mark from {from} to {to}, but no replayed record writes \
+                     page {bp}, the free-space bitmap of section {k}"
+                ),
+            ));
+        };
+        if crate::data::page::page_kind(bitmap) != Some(crate::data::page::PageKind::FreeMap) {
+            return Err(Error::corrupted(Some(bp), "free-space bitmap page has another kind"));
+        }
+        let (lo, hi) = (from.max(first) - first, to.min(first.saturating_add(g.section)) - first);
+        let bits = &bitmap[PAGE_HEADER..];
+        let mut i = lo;
+        while i < hi {
+            if i.is_multiple_of(8) && i + 8 <= hi && bits[(i / 8) as usize] == 0xff {
+                i += 8;
+                continue;
+            }
+            if bits[(i / 8) as usize] & (1 << (i % 8)) == 0 && !named(first + i) {
+                return Err(Error::corrupted(
+                    Some(first + i),
+                    format!(
+                        "the journal raises the page high-water mark from {from} to {to}, but page {} is neither \
+                         written by a replayed record nor marked free",
+                        first + i
+                    ),
+                ));
+            }
+            i += 1;
+        }
+        k += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::page::{self, PageKind};
+    use crate::storage::MemStorage;
+
+    const PS: usize = 4096;
+
+    /// A data file of 8 pages whose section-0 bitmap (page 2) marks pages `[free_from, S)` free.
+    fn data_file(free_from: u64) -> DataFile {
+        let s = MemStorage::new();
+        let f = s.open(Path::new("/d"), OpenMode::CreateReadWrite).unwrap();
+        f.set_len(8 * PS as u64).unwrap();
+        let g = Geometry::new(PS);
+        let mut bm = vec![0u8; PS];
+        page::init(&mut bm, 2, PageKind::FreeMap);
+        for p in free_from..g.section {
+            let (b, m) = g.bit(p);
+            bm[b] |= m;
+        }
+        page::seal(&mut bm, 2, 1);
+        f.write_all_at(&bm, 2 * PS as u64).unwrap();
+        DataFile::open(f, PS).unwrap()
+    }
+
+    fn bitmap(pgno: u64, free: std::ops::Range<u64>) -> Vec<u8> {
+        let g = Geometry::new(PS);
+        let mut bm = vec![0u8; PS];
+        page::init(&mut bm, pgno, PageKind::FreeMap);
+        for p in free {
+            let (b, m) = g.bit(p);
+            bm[b] |= m;
+        }
+        page::seal(&mut bm, pgno, 2);
+        bm
+    }
+
+    fn check(d: &DataFile, from: u64, to: u64, rebuilt: &BTreeMap<u64, Vec<u8>>) -> std::result::Result<(), String> {
+        check_unnamed_pages_free(d, 8, from, to, rebuilt, &HashMap::new()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn unnamed_pages_past_the_header_mark_must_be_free() {
+        let s = Geometry::new(PS).section;
+        let none = BTreeMap::new();
+        // Pages 10.. are free in the file's bitmap: any mark inside section 0 is justified.
+        let d = data_file(10);
+        assert_eq!(check(&d, 10, 10, &none), Ok(()));
+        assert_eq!(check(&d, 10, 500, &none), Ok(()));
+        assert_eq!(check(&d, 10, s, &none), Ok(()));
+        // Page 9 is in use and no record names it.
+        let e = check(&d, 9, 500, &none).unwrap_err();
+        assert!(e.contains("page 9 is neither written by a replayed record nor marked free"), "{e}");
+        // Unless a record names it.
+        let named: BTreeMap<u64, Vec<u8>> = [(9, vec![0u8; PS])].into();
+        assert_eq!(check(&d, 9, 500, &named), Ok(()));
+        // Section 1's bitmap page (page S) was written by no record: rejected at once, however far
+        // the mark goes.
+        for to in [s + 1, s + 5, 1 << 40, u64::MAX] {
+            let t0 = std::time::Instant::now();
+            let e = check(&d, 10, to, &none).unwrap_err();
+            assert!(e.contains(&format!("page {s}, the free-space bitmap of section 1")), "{e}");
+            assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        }
+        // A rebuilt bitmap for section 1 (its own page in use, the rest free) justifies it.
+        let rebuilt: BTreeMap<u64, Vec<u8>> = [(s, bitmap(s, s + 1..2 * s))].into();
+        assert_eq!(check(&d, 10, s + 5, &rebuilt), Ok(()));
+        assert_eq!(check(&d, 10, 2 * s, &rebuilt), Ok(()));
+        assert!(check(&d, 10, 2 * s + 1, &rebuilt).unwrap_err().contains("section 2"));
+        // A rebuilt section-1 page that is not a bitmap, or one with an unnamed page in use.
+        let mut leaf = bitmap(s, s + 1..2 * s);
+        page::init(&mut leaf, s, PageKind::Leaf);
+        page::seal(&mut leaf, s, 2);
+        assert!(check(&d, 10, s + 5, &[(s, leaf)].into()).unwrap_err().contains("another kind"));
+        let holes: BTreeMap<u64, Vec<u8>> = [(s, bitmap(s, s + 3..2 * s))].into();
+        assert!(check(&d, 10, s + 5, &holes).unwrap_err().contains(&format!("page {} is neither", s + 1)));
+        // A section-0 bitmap that fails its check.
+        let mut bad = vec![0u8; PS];
+        d.read_page(2, &mut bad).unwrap();
+        bad[100] ^= 1;
+        d.write_page(2, &bad).unwrap();
+        assert!(check(&d, 10, 500, &none).unwrap_err().contains("fails its check"));
+    }
 }
