@@ -10,7 +10,11 @@ fn main() {
     };
     let dir = std::path::PathBuf::from("target/rndtx");
     let _ = std::fs::remove_dir_all(&dir);
-    let env = Env::open(&dir, Options::default().durability(d)).unwrap();
+    let mut o = Options::default().durability(d);
+    if let Some(mb) = std::env::var("FLUSH_MB").ok().and_then(|s| s.parse::<u64>().ok()) {
+        o = o.flush_threshold_bytes(mb << 20);
+    }
+    let env = Env::open(&dir, o).unwrap();
     let mut tx = env.write().unwrap();
     let tree = tx.create_tree("t").unwrap();
     tx.commit().unwrap();
@@ -45,5 +49,14 @@ fn main() {
     println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
     println!("flushes before explicit: {}", env.stats().flushes);
     println!("flush: {:?}", env.flush());
+    let st = env.stats();
+    println!(
+        "engine writes per op: journal {:.0} B + data {:.0} B (flushed pages {}, written once {}), flushes {}",
+        st.journal_bytes_written as f64 / (txs * 100) as f64,
+        (st.flushed_pages + st.written_once_pages) as f64 * 4096.0 / (txs * 100) as f64,
+        st.flushed_pages,
+        st.written_once_pages,
+        st.flushes
+    );
     println!("begin total {:?}, put phase total {:?} ({:?}/put)", begint, putt, putt / (txs as u32 * 100));
 }

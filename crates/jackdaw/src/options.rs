@@ -89,7 +89,7 @@ impl Clock for ManualClock {
 /// - `page_size`: 4096 bytes (a power of two from 4096 to 65536, fixed at creation and read back
 ///   from the file afterwards);
 /// - `durability`: [`Durability::Sync`];
-/// - `flush_threshold_bytes`: 32 MiB of journal written since the last flush wakes the flusher
+/// - `flush_threshold_bytes`: 64 MiB of journal written since the last flush wakes the flusher
 ///   (this bounds recovery time); so do page versions in memory past half of `max_pinned_bytes`;
 /// - `flush_idle`: after 1 s without a commit the flusher writes out whatever is unflushed;
 /// - `max_pinned_bytes`: 1 GiB of unflushed page versions; past it new write transactions fail with
@@ -128,7 +128,7 @@ impl Default for Options {
         Options {
             page_size: 4096,
             durability: Durability::Sync,
-            flush_threshold_bytes: 32 << 20,
+            flush_threshold_bytes: 64 << 20,
             flush_idle: Duration::from_secs(1),
             max_pinned_bytes: 1 << 30,
             journal_file_bytes: 16 << 20,
