@@ -243,10 +243,7 @@ impl PageTxn {
             pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect()
         };
         if eligible.len() >= min.max(1) {
-            let txid = self.base.txid + 1;
-            for p in &eligible {
-                page::seal(&mut self.dirty.get_mut(p).expect("key").buf, *p, txid);
-            }
+            // Already sealed by `prepare`.
             let mut i = 0;
             while i < eligible.len() {
                 let mut j = i + 1;
