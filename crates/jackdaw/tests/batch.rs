@@ -70,7 +70,10 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     let writes = after.journal_writes - before.journal_writes;
     let batches = (threads * per) as u64;
     println!("{batches} batches in {writes} journal writes ({:.1} batches per write)", batches as f64 / writes as f64);
-    assert!(writes * 4 < batches, "group commit: {writes} journal writes for {batches} batches");
+    // Without group commit every batch is one journal write. How many merge depends on the
+    // machine's load (5.8 per write on a quiet 2-core machine, 3.8 with the other core busy), so
+    // the bound is loose: at least two batches per write on average.
+    assert!(writes * 2 < batches, "group commit: {writes} journal writes for {batches} batches");
     env.check().unwrap();
 }
 

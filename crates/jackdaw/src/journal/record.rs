@@ -128,7 +128,8 @@ pub(crate) struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// Resize to `len` zeroed bytes (reuses the allocation when it is large enough).
+    /// Resize to `len` bytes (reuses the allocation when it is large enough). The contents are
+    /// left as they were: the caller writes every byte.
     pub(crate) fn reset(&mut self, len: usize) {
         if self.raw.len() < len + BLOCK {
             self.raw = vec![0u8; len + BLOCK];
@@ -136,7 +137,6 @@ impl AlignedBuf {
         let addr = self.raw.as_ptr() as usize;
         self.start = (BLOCK - addr % BLOCK) % BLOCK;
         self.len = len;
-        self.raw[self.start..self.start + len].fill(0);
     }
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
@@ -377,6 +377,7 @@ pub(crate) fn frame(
     buf[..HEADER_LEN].copy_from_slice(&h.encode_prefix());
     buf[CHECKSUM_AT..HEADER_LEN].copy_from_slice(&h.checksum.to_le_bytes());
     buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
+    buf[HEADER_LEN + c.stored.len()..].fill(0);
     h
 }
 

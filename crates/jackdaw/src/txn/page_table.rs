@@ -12,8 +12,8 @@
 //!    or below the last visible transaction. Older versions are dropped when a new one is
 //!    published, so memory grows with the pages changed, not with the number of commits.
 
-use crate::sync::RwLock;
 use crate::sync::{AtomicU64, AtomicUsize};
+use crate::sync::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
@@ -45,7 +45,13 @@ pub(crate) struct PageTable {
     map: RwLock<PgnoMap<Vec<(u64, PageBuf)>>>,
     count: AtomicUsize,
     bytes: AtomicU64,
+    /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
+    /// steady stream of commits no page buffer is allocated or freed.
+    pool: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Buffers the pool keeps at most (16 MiB of 4 KiB pages).
+const POOL_MAX: usize = 4096;
 
 impl PageTable {
     /// The newest version of `pgno` committed at or before `txid`.
@@ -97,8 +103,8 @@ impl PageTable {
             self.bytes.fetch_add(added, Ordering::Relaxed);
             self.bytes.fetch_sub(removed, Ordering::Relaxed);
         }
-        // Page images are freed outside the lock.
-        drop(dropped);
+        // Page images are recycled (or freed) outside the lock.
+        self.recycle(dropped);
     }
 
     /// Remove every version `<= txid` of `pages` (the data file now holds the newest of them).
@@ -123,7 +129,42 @@ impl PageTable {
             self.count.store(m.len(), Ordering::Release);
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
-        drop(dropped);
+        self.recycle(dropped);
+    }
+
+    /// A page buffer holding a copy of `src` (from the pool when it has one).
+    pub(crate) fn copy_of(&self, src: &[u8]) -> Vec<u8> {
+        match self.pool.lock().pop() {
+            Some(mut b) if b.len() == src.len() => {
+                b.copy_from_slice(src);
+                b
+            }
+            _ => src.to_vec(),
+        }
+    }
+
+    /// A zeroed page buffer of `len` bytes (from the pool when it has one).
+    pub(crate) fn zeroed(&self, len: usize) -> Vec<u8> {
+        match self.pool.lock().pop() {
+            Some(mut b) if b.len() == len => {
+                b.fill(0);
+                b
+            }
+            _ => vec![0u8; len],
+        }
+    }
+
+    /// Return the buffers of dropped versions that nothing else holds to the pool.
+    fn recycle(&self, dropped: Vec<PageBuf>) {
+        let mut pool = self.pool.lock();
+        for b in dropped {
+            if pool.len() >= POOL_MAX {
+                break;
+            }
+            if let Ok(v) = Arc::try_unwrap(b) {
+                pool.push(v);
+            }
+        }
     }
 
     /// Bytes of page images held.

@@ -28,6 +28,10 @@ use std::sync::Arc;
 struct Dirty {
     buf: Vec<u8>,
     fresh: bool,
+    /// The base version when it came from the page table (commit diffs against it without a
+    /// second lookup); `None` when it came from the data file, which cannot change under the
+    /// writer for a page with no version in the table (invariant 2 of `page_table.rs`).
+    held: Option<PageBuf>,
 }
 
 /// The page level of the single write transaction. Dropping it without `commit` aborts it.
@@ -121,8 +125,13 @@ impl PageTxn {
             if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
                 return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
             }
-            let buf = self.base.page(&self.core, pgno)?.to_vec();
-            self.dirty.insert(pgno, Dirty { buf, fresh: false });
+            let base = self.base.page(&self.core, pgno)?;
+            let buf = self.core.table.copy_of(&base);
+            let held = match base {
+                PageRef::Held(b) => Some(b),
+                PageRef::Borrowed(_) => None,
+            };
+            self.dirty.insert(pgno, Dirty { buf, fresh: false, held });
         }
         Ok(&mut self.dirty.get_mut(&pgno).expect("inserted above").buf)
     }
@@ -137,9 +146,9 @@ impl PageTxn {
             },
             FreeSpacePolicy::AppendOnly => self.append()?,
         };
-        let mut buf = vec![0u8; self.core.page_size];
+        let mut buf = self.core.table.zeroed(self.core.page_size);
         page::init(&mut buf, pgno, kind);
-        self.dirty.insert(pgno, Dirty { buf, fresh: true });
+        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None });
         Ok(pgno)
     }
 
@@ -172,9 +181,9 @@ impl PageTxn {
         if self.next_page >= g.section && self.next_page % g.section == 0 {
             // First page of a new section: its bitmap page.
             let bp = self.next_page;
-            let mut buf = vec![0u8; self.core.page_size];
+            let mut buf = self.core.table.zeroed(self.core.page_size);
             page::init(&mut buf, bp, PageKind::FreeMap);
-            self.dirty.insert(bp, Dirty { buf, fresh: true });
+            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None });
             self.free.push(0);
             self.next_page += 1;
         }
@@ -313,9 +322,10 @@ impl PageTxn {
                 payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
             } else if d.fresh {
                 payload.add_page(*p, &d.buf, None);
+            } else if let Some(old) = &d.held {
+                payload.add_page(*p, &d.buf, Some(old));
             } else {
-                let old = self.base.page(&core, *p)?;
-                payload.add_page(*p, &d.buf, Some(&old));
+                payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
             }
         }
         let stats = CommitStats {
