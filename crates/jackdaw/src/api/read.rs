@@ -140,6 +140,30 @@ impl ReadTxn {
         Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
     }
 
+    /// Copy the value of `key` into `out` (cleared first); false (and `out` empty) when absent.
+    ///
+    /// The cheapest way to copy values out: the bytes are copied once, straight from the
+    /// snapshot's pages (overflow values page by page into `out`, with no intermediate buffer),
+    /// and no handle is made, so reusing one `out` across calls allocates only when a value is
+    /// larger than any before. Use [`get`](Self::get) to borrow inline values without a copy.
+    pub fn get_into(&self, tree: &Tree, key: impl AsRef<[u8]>, out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        let desc = self.plain(tree)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
+            return Ok(false);
+        };
+        let (flags, v, _) = f.value()?;
+        if flags == FLAG_OVERFLOW {
+            let (len, first) = overflow::decode_ref(v)?;
+            overflow::read_into(&*self.snap, first, len, out)?;
+        } else {
+            out.extend_from_slice(v);
+        }
+        Ok(true)
+    }
+
     /// A streaming reader over the value of `key` (no full copy in memory).
     pub fn get_reader(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<ValueReader>> {
         let desc = self.plain(tree)?;
