@@ -3,7 +3,9 @@
 //! Like the bench's `read-rnd`: the tree is filled in one transaction, the environment is closed
 //! and reopened (so reads come from the mapped data file, not the page table), then every key is
 //! read once in random order. With a second argument `R`, only the first `R` keys of that order
-//! are read (so that `valgrind --tool=callgrind` can attribute a known number of gets).
+//! are read (so that `valgrind --tool=callgrind` can attribute a known number of gets). With a
+//! third argument `into`, values are copied out with `get_into` (as the bench does) instead of
+//! `get`.
 use jackdaw::{Env, Options};
 use std::time::Instant;
 fn main() {
@@ -40,11 +42,18 @@ fn main() {
     let order = &order[..reads.min(order.len())];
     let n = order.len() as u64;
     let r = env.read().unwrap();
+    let into = std::env::args().nth(3).is_some_and(|a| a == "into");
     let mut buf = [0u8; 100];
+    let mut out = Vec::with_capacity(256);
     let s = Instant::now();
     for &i in order {
-        let v = r.get(&t, keys[i]).unwrap().unwrap();
-        buf.copy_from_slice(&v);
+        if into {
+            assert!(r.get_into(&t, keys[i], &mut out).unwrap());
+            buf.copy_from_slice(&out);
+        } else {
+            let v = r.get(&t, keys[i]).unwrap().unwrap();
+            buf.copy_from_slice(&v);
+        }
     }
     let el = s.elapsed();
     println!("read-rnd {n}: {:.0} ops/s ({:.0} ns/get)", n as f64 / el.as_secs_f64(), el.as_nanos() as f64 / n as f64);

@@ -19,6 +19,8 @@ struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
     trees: PgnoMap<TreeDesc>,
+    /// The tree of the last `desc` call (a run of gets on one tree skips the map).
+    last: Option<(u64, TreeDesc)>,
     touched: u64,
 }
 
@@ -42,6 +44,7 @@ impl ReadTxn {
                 cache: LeafCache::new(8),
                 root: None,
                 trees: PgnoMap::default(),
+                last: None,
                 touched: 0,
             }),
         }
@@ -82,14 +85,26 @@ impl ReadTxn {
     }
 
     pub(crate) fn desc(&self, tree: &Tree) -> Result<TreeDesc> {
-        if let Some(d) = self.state.borrow().trees.get(&tree.id) {
-            return Ok(*d);
+        {
+            let st = self.state.borrow();
+            if let Some((id, d)) = st.last {
+                if id == tree.id {
+                    return Ok(d);
+                }
+            }
+            if let Some(d) = st.trees.get(&tree.id) {
+                let d = *d;
+                drop(st);
+                self.state.borrow_mut().last = Some((tree.id, d));
+                return Ok(d);
+            }
         }
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let (_, d) = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
         st.trees.insert(tree.id, d);
+        st.last = Some((tree.id, d));
         Ok(d)
     }
 
