@@ -1,4 +1,11 @@
 //! Random point reads of a 16-byte-key tree: `cargo run --release -p jackdaw --example rndread [-- N]`
+//!
+//! Like the bench's `read-rnd`: the tree is filled in one transaction, the environment is closed
+//! and reopened (so reads come from the mapped data file, not the page table), then every key is
+//! read once in random order. With a second argument `R`, only the first `R` keys of that order
+//! are read (so that `valgrind --tool=callgrind` can attribute a known number of gets). With a
+//! third argument `into`, values are copied out with `get_into` (as the bench does) instead of
+//! `get`.
 use jackdaw::{Env, Options};
 use std::time::Instant;
 fn main() {
@@ -19,6 +26,10 @@ fn main() {
         tx.put(&t, k, [3u8; 100]).unwrap();
     }
     tx.commit().unwrap();
+    env.close().unwrap();
+    drop(env);
+    let env = Env::open(&dir, Options::default()).unwrap();
+    let t = env.read().unwrap().open_tree("t").unwrap().unwrap();
     let mut order: Vec<usize> = (0..n as usize).collect();
     let mut x = 88172645463325252u64;
     for i in (1..order.len()).rev() {
@@ -27,12 +38,22 @@ fn main() {
         x ^= x << 17;
         order.swap(i, (x % (i as u64 + 1)) as usize);
     }
+    let reads: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(order.len());
+    let order = &order[..reads.min(order.len())];
+    let n = order.len() as u64;
     let r = env.read().unwrap();
+    let into = std::env::args().nth(3).is_some_and(|a| a == "into");
     let mut buf = [0u8; 100];
+    let mut out = Vec::with_capacity(256);
     let s = Instant::now();
-    for &i in &order {
-        let v = r.get(&t, keys[i]).unwrap().unwrap();
-        buf.copy_from_slice(&v);
+    for &i in order {
+        if into {
+            assert!(r.get_into(&t, keys[i], &mut out).unwrap());
+            buf.copy_from_slice(&out);
+        } else {
+            let v = r.get(&t, keys[i]).unwrap().unwrap();
+            buf.copy_from_slice(&v);
+        }
     }
     let el = s.elapsed();
     println!("read-rnd {n}: {:.0} ops/s ({:.0} ns/get)", n as f64 / el.as_secs_f64(), el.as_nanos() as f64 / n as f64);

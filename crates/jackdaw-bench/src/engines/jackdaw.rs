@@ -73,14 +73,10 @@ struct R<'a> {
 impl ReadOps for R<'_> {
     #[inline]
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        out.clear();
-        match self.tx.get(self.tree, key)? {
-            Some(v) => {
-                out.extend_from_slice(v.as_ref());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        // One copy straight from the snapshot's pages into `out`, as the LMDB and redb adapters
+        // copy from the slice they borrow (`get` would return a handle, and an overflow value
+        // would be copied twice: into an owned `Bytes`, then into `out`).
+        Ok(self.tx.get_into(self.tree, key, out)?)
     }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64> {
         let mut n = 0;

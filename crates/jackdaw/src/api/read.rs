@@ -19,6 +19,8 @@ struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
     trees: PgnoMap<TreeDesc>,
+    /// The tree of the last `desc` call (a run of gets on one tree skips the map).
+    last: Option<(u64, TreeDesc)>,
     touched: u64,
 }
 
@@ -42,6 +44,7 @@ impl ReadTxn {
                 cache: LeafCache::new(8),
                 root: None,
                 trees: PgnoMap::default(),
+                last: None,
                 touched: 0,
             }),
         }
@@ -82,14 +85,26 @@ impl ReadTxn {
     }
 
     pub(crate) fn desc(&self, tree: &Tree) -> Result<TreeDesc> {
-        if let Some(d) = self.state.borrow().trees.get(&tree.id) {
-            return Ok(*d);
+        {
+            let st = self.state.borrow();
+            if let Some((id, d)) = st.last {
+                if id == tree.id {
+                    return Ok(d);
+                }
+            }
+            if let Some(d) = st.trees.get(&tree.id) {
+                let d = *d;
+                drop(st);
+                self.state.borrow_mut().last = Some((tree.id, d));
+                return Ok(d);
+            }
         }
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let (_, d) = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
         st.trees.insert(tree.id, d);
+        st.last = Some((tree.id, d));
         Ok(d)
     }
 
@@ -138,6 +153,30 @@ impl ReadTxn {
         let src = SnapSource(self.snap.clone());
         let pgno = crate::data::page::page_no(&f.page);
         Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
+    }
+
+    /// Copy the value of `key` into `out` (cleared first); false (and `out` empty) when absent.
+    ///
+    /// The cheapest way to copy values out: the bytes are copied once, straight from the
+    /// snapshot's pages (overflow values page by page into `out`, with no intermediate buffer),
+    /// and no handle is made, so reusing one `out` across calls allocates only when a value is
+    /// larger than any before. Use [`get`](Self::get) to borrow inline values without a copy.
+    pub fn get_into(&self, tree: &Tree, key: impl AsRef<[u8]>, out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        let desc = self.plain(tree)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
+            return Ok(false);
+        };
+        let (flags, v, _) = f.value()?;
+        if flags == FLAG_OVERFLOW {
+            let (len, first) = overflow::decode_ref(v)?;
+            overflow::read_into(&*self.snap, first, len, out)?;
+        } else {
+            out.extend_from_slice(v);
+        }
+        Ok(true)
     }
 
     /// A streaming reader over the value of `key` (no full copy in memory).

@@ -6,7 +6,11 @@
 //!    to those pages is written (growth is fallocated and synced first), so replay and the flusher
 //!    never write past the end, and a read of a committed page never faults.
 //! 2. Every read through a [`MapState`] is checked against the mapped length (a page past the end
-//!    is `Corrupted`, not SIGBUS) and, the first time, against its checksum and number.
+//!    is `Corrupted`, not SIGBUS) and, the first time, against its checksum and number, unless
+//!    this process wrote the page to the file itself since open (`write_page`, `write_pages`: the
+//!    bytes written were sealed or verified in memory, so they are trusted as written). So each
+//!    page number is verified at most once per open, and a page that was in the file at open is
+//!    verified before its first use.
 
 use super::header::{Header, SLOT_WRITE};
 use super::page;
@@ -84,6 +88,15 @@ impl MapState {
             word.fetch_or(bit, Ordering::AcqRel);
         }
         Ok(bytes)
+    }
+
+    /// Mark pages `[first, first + n)` as verified: their bytes in the file are sealed images this
+    /// process wrote itself (see `DataFile::write_pages`). Pages past the mapping are skipped.
+    fn mark_verified(&self, first: u64, n: u64) {
+        for pgno in first..first.saturating_add(n) {
+            let Some(word) = self.verified.get((pgno / 64) as usize) else { return };
+            word.fetch_or(1u64 << (pgno % 64), Ordering::AcqRel);
+        }
     }
 
     /// Page `pgno` without verification (check(), tools).
@@ -169,13 +182,25 @@ impl DataFile {
         self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
     }
 
+    /// Write one page. Every caller writes a page image that is sealed (the commit that made it
+    /// computed its checksum from these very bytes) or was verified (recovery), so once the write
+    /// has returned the page counts as verified for reads through the map (invariant 2): a page
+    /// this process wrote is not hashed again when it is read back (see `write_pages`).
     pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
         debug_assert_eq!(buf.len(), self.page_size);
-        self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")
+        self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")?;
+        self.map.read().mark_verified(pgno, 1);
+        Ok(())
     }
 
+    /// Write pages `first..` (one slice per page), then mark them verified (as `write_page`). The
+    /// mark is set in the current mapping under its read lock, so a concurrent remap (which copies
+    /// the bits under the write lock) either carries it over or is seen by it.
     pub(crate) fn write_pages(&self, first: u64, bufs: &[std::io::IoSlice<'_>]) -> Result<()> {
-        self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")
+        self.file.write_vectored_at(bufs, first * self.page_size as u64).ctx("write data pages")?;
+        debug_assert!(bufs.iter().all(|b| b.len() == self.page_size));
+        self.map.read().mark_verified(first, bufs.len() as u64);
+        Ok(())
     }
 
     /// Pace writeback of pages `[first, first + n)` (see `StorageFile::write_back`).

@@ -48,7 +48,9 @@ struct CacheSlot {
 
 /// Recently found leaves with their key ranges: a lookup inside a cached range skips the descent.
 /// The most recent hit is tried first; after a long run of misses (random access) only that one
-/// is tried, with a full scan every 16th lookup, so the cache costs little where it cannot help.
+/// is tried, with a full scan every 16th lookup, and only the descents of those 16th lookups
+/// record their leaf's fences and fill a slot, so the cache costs little where it cannot help
+/// (and a return to local access is noticed within 16 lookups).
 pub(crate) struct LeafCache {
     slots: Vec<CacheSlot>,
     cap: usize,
@@ -78,6 +80,13 @@ impl LeafCache {
         }
         self.misses.set(m.wrapping_add(1));
         None
+    }
+    /// Whether the descent after the miss just reported by `lookup` should fill a slot (always,
+    /// except in a long run of misses, where only every 16th does: see the type's doc).
+    #[inline]
+    fn wants_fill(&self) -> bool {
+        let m = self.misses.get().wrapping_sub(1);
+        m < 16 || m % 16 == 0
     }
     /// Buffers for the next insertion (reused, so a warm cache does not allocate).
     fn take_fences(&mut self) -> Fences {
@@ -165,6 +174,9 @@ pub(crate) fn find_leaf<P: PageRead + ?Sized>(
 ) -> Result<u64> {
     if let Some(pg) = cache.lookup(desc.id, key) {
         return Ok(pg);
+    }
+    if !cache.wants_fill() {
+        return descend(p, desc, key, None, None, touched);
     }
     let mut f = cache.take_fences();
     let pg = descend(p, desc, key, None, Some(&mut f), touched)?;

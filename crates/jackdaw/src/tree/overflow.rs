@@ -136,13 +136,20 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
 
 /// Read the whole value.
 pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    read_into(p, first, total, &mut out)?;
+    Ok(out)
+}
+
+/// Append the whole value to `out`, copying each page's bytes once (no intermediate buffer).
+pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out: &mut Vec<u8>) -> Result<()> {
     let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
-    let mut out = Vec::with_capacity(cap.min(1 << 30));
+    out.reserve(cap.min(1 << 30));
     walk(p, first, total, |_, d| {
         out.extend_from_slice(d);
         Ok(())
     })?;
-    Ok(out)
+    Ok(())
 }
 
 /// Free every page of the chain; returns how many.

@@ -6,13 +6,18 @@
 //!    the data file (and `T` is at most the oldest live snapshot), so a snapshot that finds no
 //!    version `<= its id` here is served the right bytes by the data file.
 //! 3. `count` is the number of pages with versions; zero lets readers skip the lock entirely.
+//!    Likewise `present[pgno % BUCKETS]` counts the pages with versions whose number falls in that
+//!    bucket (updated under the write lock, with `count`, before the versions can be read): a
+//!    reader that finds its page's bucket at zero skips the lock too, so pages the table does not
+//!    hold (overflow chains written once, most of a large database) cost no lock while a few
+//!    others have versions in memory.
 //! 4. A page keeps every version newer than the last visible transaction (prepared transactions
 //!    become visible in order, and snapshots will start at each of them), and below that only the
 //!    versions some snapshot may still read: the newest one at or below each live snapshot and at
 //!    or below the last visible transaction. Older versions are dropped when a new one is
 //!    published, so memory grows with the pages changed, not with the number of commits.
 
-use crate::sync::{AtomicU64, AtomicUsize};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -40,7 +45,15 @@ impl Hasher for PgnoHasher {
 }
 pub(crate) type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
 
-#[derive(Default)]
+/// Buckets of the presence filter (invariant 3): consecutive page numbers fall in different
+/// buckets, so a chain of consecutive pages never shares one with the few pages held.
+const BUCKETS: usize = 1 << 14;
+
+#[inline]
+fn bucket(pgno: u64) -> usize {
+    (pgno % BUCKETS as u64) as usize
+}
+
 pub(crate) struct PageTable {
     map: RwLock<PgnoMap<Vec<(u64, PageBuf)>>>,
     count: AtomicUsize,
@@ -48,6 +61,20 @@ pub(crate) struct PageTable {
     /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
     /// steady stream of commits no page buffer is allocated or freed.
     pool: Mutex<Vec<Vec<u8>>>,
+    /// Pages with versions, by `bucket(pgno)` (invariant 3).
+    present: Box<[AtomicU32]>,
+}
+
+impl Default for PageTable {
+    fn default() -> PageTable {
+        PageTable {
+            map: RwLock::default(),
+            count: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+            pool: Mutex::new(Vec::new()),
+            present: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
 }
 
 /// Buffers the pool keeps at most (16 MiB of 4 KiB pages).
@@ -55,10 +82,15 @@ const POOL_MAX: usize = 4096;
 
 impl PageTable {
     /// The newest version of `pgno` committed at or before `txid`.
+    #[inline]
     pub(crate) fn get(&self, pgno: u64, txid: u64) -> Option<PageBuf> {
-        if self.count.load(Ordering::Acquire) == 0 {
+        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
             return None;
         }
+        self.get_locked(pgno, txid)
+    }
+
+    fn get_locked(&self, pgno: u64, txid: u64) -> Option<PageBuf> {
         let m = self.map.read();
         let vs = m.get(&pgno)?;
         vs.iter().rev().find(|(t, _)| *t <= txid).map(|(_, b)| b.clone())
@@ -76,6 +108,9 @@ impl PageTable {
             for (pgno, buf) in pages {
                 added += buf.len() as u64;
                 let vs = m.entry(pgno).or_default();
+                if vs.is_empty() {
+                    self.present[bucket(pgno)].fetch_add(1, Ordering::Release);
+                }
                 debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
                 if !vs.is_empty() {
                     // Keep version i if it is the newest <= some needed snapshot.
@@ -123,6 +158,7 @@ impl PageTable {
                     }
                     if vs.is_empty() {
                         m.remove(pgno);
+                        self.present[bucket(*pgno)].fetch_sub(1, Ordering::Release);
                     }
                 }
             }
@@ -201,9 +237,14 @@ mod tests {
         assert!(t.get(5, 6).is_none());
         assert_eq!(t.get(5, 9).unwrap()[0], 7);
         assert_eq!(t.pages(), 1);
+        // Page 5 + BUCKETS shares page 5's bucket; page 6's bucket is empty again.
+        assert!(t.get(5 + BUCKETS as u64, 9).is_none());
+        assert_eq!(t.present[bucket(6)].load(Ordering::Relaxed), 0);
+        assert_eq!(t.present[bucket(5)].load(Ordering::Relaxed), 1);
         t.retire(&[5], 7);
         assert_eq!(t.pages(), 0);
         assert_eq!(t.bytes(), 0);
+        assert!(t.present.iter().all(|c| c.load(Ordering::Relaxed) == 0));
     }
 
     #[test]

@@ -1,0 +1,82 @@
+//! The bench's `large-values` read: `cargo run --release -p jackdaw --example largeread [-- ROUNDS]`
+//!
+//! Writes 1,000 values of 64 KiB (transactions of 10) and 10 values of 8 MiB (one per
+//! transaction), `Durability::Sync`, then reads every value back `ROUNDS` times (default 3) in key
+//! order in one read transaction, copying each into a reused buffer with `get_into`. The first
+//! round is what the bench measures (pages read through the map for the first time); with
+//! `ROUNDS = 0` only the writes run, so that `valgrind --tool=callgrind` can take the difference.
+use jackdaw::{Durability, Env, Options};
+use std::time::Instant;
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let dir = std::path::PathBuf::from("target/largeread");
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = Env::open(&dir, Options::default().durability(Durability::Sync)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("kv").unwrap();
+    tx.commit().unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut value = |len: usize| -> Vec<u8> {
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    let (ns, nb) = (1_000u64, 10u64);
+    let mut bytes = 0usize;
+    for b in 0..ns / 10 {
+        let mut tx = env.write().unwrap();
+        for i in b * 10..b * 10 + 10 {
+            let v = value(64 << 10);
+            bytes += v.len();
+            tx.put(&t, format!("{i:016}"), &v).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    for i in ns..ns + nb {
+        let v = value(8 << 20);
+        bytes += v.len();
+        let mut tx = env.write().unwrap();
+        tx.put(&t, format!("{i:016}"), &v).unwrap();
+        tx.commit().unwrap();
+    }
+    let keys: Vec<String> = (0..ns + nb).map(|i| format!("{i:016}")).collect();
+    if std::env::var_os("LARGEREAD_FLUSH").is_some() {
+        env.flush().unwrap();
+    }
+    let st = env.stats();
+    println!(
+        "page table: {} bytes; flushed txid {} of {}",
+        st.scratch_bytes, st.last_flushed_txid, st.last_committed_txid
+    );
+    let mut buf = Vec::with_capacity(256);
+    println!("{} minor faults before reading", minflt());
+    for round in 0..rounds {
+        let r = env.read().unwrap();
+        let s = Instant::now();
+        let mut sum = 0u64;
+        for k in &keys {
+            assert!(r.get_into(&t, k, &mut buf).unwrap());
+            sum = sum.wrapping_add(buf.len() as u64 + buf[buf.len() / 2] as u64);
+        }
+        let el = s.elapsed();
+        println!(
+            "large-values-read round {round}: {:.0} MB/s ({sum}; {} minor faults so far)",
+            bytes as f64 / el.as_secs_f64() / 1e6,
+            minflt()
+        );
+    }
+    env.close().unwrap();
+}
+
+/// Minor page faults of this process so far (Linux; 0 elsewhere).
+fn minflt() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = s.rsplit_once(')').map_or("", |x| x.1);
+    after.split_whitespace().nth(7).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
