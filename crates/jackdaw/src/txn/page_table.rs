@@ -19,13 +19,19 @@
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, RwLock};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An immutable committed page image.
-pub(crate) type PageBuf = Arc<Vec<u8>>;
+pub(crate) type PageBuf = Arc<[u8]>;
+
+/// The versions of one page, oldest first. Most pages have exactly one, kept inline in the map's
+/// slot: a lookup touches the slot and then the page itself (its reference counts share the
+/// page header's cache line), no third place.
+type Versions = SmallVec<[(u64, PageBuf); 1]>;
 
 /// Hasher for page numbers: a multiplicative mix (keys are not attacker-chosen).
 #[derive(Default)]
@@ -55,12 +61,12 @@ fn bucket(pgno: u64) -> usize {
 }
 
 pub(crate) struct PageTable {
-    map: RwLock<PgnoMap<Vec<(u64, PageBuf)>>>,
+    map: RwLock<PgnoMap<Versions>>,
     count: AtomicUsize,
     bytes: AtomicU64,
     /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
     /// steady stream of commits no page buffer is allocated or freed.
-    pool: Mutex<Vec<Vec<u8>>>,
+    pool: Mutex<Vec<PageBuf>>,
     /// Pages with versions, by `bucket(pgno)` (invariant 3).
     present: Box<[AtomicU32]>,
 }
@@ -114,7 +120,7 @@ impl PageTable {
                 debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
                 if !vs.is_empty() {
                     // Keep version i if it is the newest <= some needed snapshot.
-                    let mut keep: Vec<bool> = vs.iter().map(|(t, _)| *t > visible).collect();
+                    let mut keep: SmallVec<[bool; 8]> = vs.iter().map(|(t, _)| *t > visible).collect();
                     for s in needed {
                         if let Some(i) = vs.iter().rposition(|(t, _)| t <= s) {
                             keep[i] = true;
@@ -168,37 +174,38 @@ impl PageTable {
         self.recycle(dropped);
     }
 
-    /// A page buffer holding a copy of `src` (from the pool when it has one).
-    pub(crate) fn copy_of(&self, src: &[u8]) -> Vec<u8> {
-        match self.pool.lock().pop() {
-            Some(mut b) if b.len() == src.len() => {
-                b.copy_from_slice(src);
-                b
+    /// A page buffer holding a copy of `src`, not shared (so `Arc::get_mut` succeeds); from the
+    /// pool when it has one.
+    pub(crate) fn copy_of(&self, src: &[u8]) -> PageBuf {
+        if let Some(mut b) = self.pool.lock().pop() {
+            if let Some(m) = Arc::get_mut(&mut b).filter(|m| m.len() == src.len()) {
+                m.copy_from_slice(src);
+                return b;
             }
-            _ => src.to_vec(),
         }
+        Arc::from(src)
     }
 
-    /// A zeroed page buffer of `len` bytes (from the pool when it has one).
-    pub(crate) fn zeroed(&self, len: usize) -> Vec<u8> {
-        match self.pool.lock().pop() {
-            Some(mut b) if b.len() == len => {
-                b.fill(0);
-                b
+    /// A zeroed page buffer of `len` bytes, not shared; from the pool when it has one.
+    pub(crate) fn zeroed(&self, len: usize) -> PageBuf {
+        if let Some(mut b) = self.pool.lock().pop() {
+            if let Some(m) = Arc::get_mut(&mut b).filter(|m| m.len() == len) {
+                m.fill(0);
+                return b;
             }
-            _ => vec![0u8; len],
         }
+        std::iter::repeat_n(0u8, len).collect()
     }
 
     /// Return the buffers of dropped versions that nothing else holds to the pool.
     fn recycle(&self, dropped: Vec<PageBuf>) {
         let mut pool = self.pool.lock();
-        for b in dropped {
+        for mut b in dropped {
             if pool.len() >= POOL_MAX {
                 break;
             }
-            if let Ok(v) = Arc::try_unwrap(b) {
-                pool.push(v);
+            if Arc::get_mut(&mut b).is_some() {
+                pool.push(b);
             }
         }
     }
@@ -218,7 +225,7 @@ mod tests {
     use super::*;
 
     fn buf(b: u8) -> PageBuf {
-        Arc::new(vec![b; 16])
+        Arc::from(vec![b; 16])
     }
 
     #[test]

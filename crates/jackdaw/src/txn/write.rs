@@ -4,8 +4,9 @@
 //! Invariants:
 //! 1. The writer's base is the last prepared state (possibly not yet visible to snapshots:
 //!    commits are pipelined); nothing else is prepared while it lives.
-//! 2. Every dirty page is a full page image under its own number; `fresh` pages did not exist in
-//!    the base state (they are journaled as a diff against zeros).
+//! 2. Every dirty page is a full page image under its own number, in a buffer nothing else holds
+//!    until `prepare` publishes it; `fresh` pages did not exist in the base state (they are
+//!    journaled as a diff against zeros).
 //! 3. Abort (or drop) discards dirty pages and the local free counts: the committed allocator
 //!    state is only replaced at commit.
 
@@ -26,7 +27,8 @@ use std::io::IoSlice;
 use std::sync::Arc;
 
 struct Dirty {
-    buf: Vec<u8>,
+    /// Never shared while the page is dirty (so `Arc::get_mut` succeeds); published as is.
+    buf: PageBuf,
     fresh: bool,
     /// The base version when it came from the page table (commit diffs against it without a
     /// second lookup); `None` when it came from the data file, which cannot change under the
@@ -133,7 +135,7 @@ impl PageTxn {
             };
             self.dirty.insert(pgno, Dirty { buf, fresh: false, held });
         }
-        Ok(&mut self.dirty.get_mut(&pgno).expect("inserted above").buf)
+        Ok(unique(&mut self.dirty.get_mut(&pgno).expect("inserted above").buf))
     }
 
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
@@ -147,7 +149,7 @@ impl PageTxn {
             FreeSpacePolicy::AppendOnly => self.append()?,
         };
         let mut buf = self.core.table.zeroed(self.core.page_size);
-        page::init(&mut buf, pgno, kind);
+        page::init(unique(&mut buf), pgno, kind);
         self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None });
         Ok(pgno)
     }
@@ -182,7 +184,7 @@ impl PageTxn {
             // First page of a new section: its bitmap page.
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);
-            page::init(&mut buf, bp, PageKind::FreeMap);
+            page::init(unique(&mut buf), bp, PageKind::FreeMap);
             self.dirty.insert(bp, Dirty { buf, fresh: true, held: None });
             self.free.push(0);
             self.next_page += 1;
@@ -300,7 +302,7 @@ impl PageTxn {
         pgnos.sort_unstable();
         for p in &pgnos {
             let d = self.dirty.get_mut(p).expect("key");
-            page::seal(&mut d.buf, *p, txid);
+            page::seal(unique(&mut d.buf), *p, txid);
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly
         // (a failed sync poisons).
@@ -341,7 +343,7 @@ impl PageTxn {
         let ps = core.page_size as u64;
         pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
-            pgnos.iter().map(|p| (*p, Arc::new(self.dirty.remove(p).expect("key").buf))).collect();
+            pgnos.iter().map(|p| (*p, self.dirty.remove(p).expect("key").buf)).collect();
         let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
@@ -470,4 +472,9 @@ impl Prepared {
         }
         Ok(CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats })
     }
+}
+
+/// The bytes of a dirty page buffer, which nothing else holds (invariant 2).
+fn unique(buf: &mut PageBuf) -> &mut [u8] {
+    Arc::get_mut(buf).expect("a dirty page buffer is never shared")
 }
