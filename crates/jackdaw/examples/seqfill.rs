@@ -2,21 +2,33 @@ use jackdaw::{Durability, Env, Options};
 use std::time::Instant;
 fn main() {
     let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let d = match std::env::args().nth(2).as_deref() {
+        Some("none") => Durability::None,
+        Some("buff") => Durability::Buffered,
+        _ => Durability::Sync,
+    };
     let dir = std::path::PathBuf::from("target/seqfill");
     let _ = std::fs::remove_dir_all(&dir);
     let val = vec![7u8; 100];
     let t = Instant::now();
-    let env = Env::open(&dir, Options::default().durability(Durability::Sync)).unwrap();
+    let env = Env::open(&dir, Options::default().durability(d)).unwrap();
     let mut tx = env.write().unwrap();
     let tree = tx.create_tree("t").unwrap();
     for i in 0..n {
         tx.put(&tree, format!("{i:016}"), &val).unwrap();
     }
+    let puts = t.elapsed();
     let st = tx.commit().unwrap();
+    let committed = t.elapsed();
     env.close().unwrap();
     drop(env);
     let el = t.elapsed();
-    println!("fill-seq {n}: {:.0} ops/s ({:?}); commit {:?}", n as f64 / el.as_secs_f64(), el, st);
+    println!(
+        "fill-seq {n} {d:?}: {:.0} ops/s ({el:?}: puts {puts:?}, commit {:?}, close {:?}); commit {st:?}",
+        n as f64 / el.as_secs_f64(),
+        committed - puts,
+        el - committed
+    );
     let env = Env::open(&dir, Options::default()).unwrap();
     let r = env.read().unwrap();
     let tree = r.open_tree("t").unwrap().unwrap();
