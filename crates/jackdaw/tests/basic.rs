@@ -177,7 +177,7 @@ fn many_commits_rotate_and_recycle_journal_files() {
     for round in 0..200u64 {
         let mut tx = env.write().unwrap();
         for (i, p) in pages.iter().enumerate() {
-            if (i as u64 + round) % 3 == 0 {
+            if (i as u64 + round).is_multiple_of(3) {
                 // Random-looking content defeats diffs and compression.
                 let p2 = tx.page_mut(*p).unwrap();
                 for (j, b) in p2[jackdaw::PAGE_HEADER..].iter_mut().enumerate() {

@@ -35,7 +35,7 @@ type Model = BTreeMap<u64, u64>;
 /// except one word, so overwriting one odd value with another changes a few bytes (a diff entry).
 fn put(tx: &mut WriteTxn, p: u64, v: u64) {
     let b = &mut tx.page_mut(p).unwrap()[PAGE_HEADER..];
-    if v % 2 == 0 {
+    if v.is_multiple_of(2) {
         for c in b.chunks_mut(8) {
             c.copy_from_slice(&v.to_le_bytes());
         }
@@ -49,7 +49,7 @@ fn put(tx: &mut WriteTxn, p: u64, v: u64) {
 
 fn matches_value(page: &[u8], v: u64) -> bool {
     let b = &page[PAGE_HEADER..];
-    if v % 2 == 0 {
+    if v.is_multiple_of(2) {
         b.chunks(8).all(|c| c == v.to_le_bytes())
     } else {
         let words = b.len() / 8;

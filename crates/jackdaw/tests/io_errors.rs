@@ -80,7 +80,7 @@ fn tree(tx: &mut WriteTxn, m: &mut Model, name: &str) -> Result<jackdaw::Tree, F
 
 /// One transaction `i` of a workload (deterministic in `seed` and `i`). Returns its durability.
 fn txn(seed: u64, i: u64, env: &Env, m: &mut Model, k: &mut Know) -> Result<(), Failure> {
-    let mut r = Rng::new(seed ^ (i + 1).wrapping_mul(0x51_7cc1_b727_220a_95));
+    let mut r = Rng::new(seed ^ (i + 1).wrapping_mul(0x517c_c1b7_2722_0a95));
     let mut tx = env.write().map_err(|e| ("begin", e))?;
     let txid = tx.txid();
     let dur = [Durability::Sync, Durability::Buffered, Durability::None, Durability::Sync][(i % 4) as usize];

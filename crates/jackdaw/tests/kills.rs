@@ -66,7 +66,8 @@ fn txn_ops(seed: u64, i: u64) -> (Vec<Op>, Durability) {
     };
     let mut ops = Vec::new();
     if r.chance(1, 40) {
-        ops.push(Op::DropTree { tree: *r.pick(&TREES) });
+        let tree = *r.pick(&TREES);
+        ops.push(Op::DropTree { tree });
     }
     for _ in 0..r.range(1, 4) {
         let tree = *r.pick(&TREES);

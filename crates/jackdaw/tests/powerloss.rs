@@ -213,7 +213,7 @@ impl Checker {
                             return;
                         }
                         self.cache.insert(h, r);
-                        if self.sweep.nested_every > 0 && self.t.distinct % self.sweep.nested_every == 0 {
+                        if self.sweep.nested_every > 0 && self.t.distinct.is_multiple_of(self.sweep.nested_every) {
                             self.nested(img, r, what);
                         }
                         r
@@ -409,7 +409,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
         sweep: sweep.clone(),
         know: Know { lo: 0, hi: 0, digests: vec![digest(&Model::new())] },
         cache: HashMap::new(),
-        rng: Rng::new(seed ^ 0x5eed_0f_c4a5),
+        rng: Rng::new(seed ^ 0x5e_ed0f_c4a5),
         phase: "create",
         t: Tally::default(),
         detected: false,

@@ -30,7 +30,7 @@ fn random_ops_match_a_btreemap() {
     let s = seed();
     let mut rng = Rng(s);
     let dir = tmpdir("tree-model");
-    let opts = || test_opts().flusher(if s % 2 == 0 { FlusherMode::Manual } else { FlusherMode::Background });
+    let opts = || test_opts().flusher(if s.is_multiple_of(2) { FlusherMode::Manual } else { FlusherMode::Background });
     let mut env = Env::open(&dir, opts()).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut tx = env.write().unwrap();

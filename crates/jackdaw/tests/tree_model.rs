@@ -35,6 +35,7 @@
 //!   and passes with its default seed, but meets the bug with some others (JACKDAW_SEED=6 or 7);
 //! - handles of trees created by an aborted transaction alias later trees: the model forgets
 //!   such handles (`api_errors::bug_handle_of_aborted_create_aliases_a_later_tree`).
+#![allow(clippy::unnecessary_unwrap)]
 
 mod common;
 

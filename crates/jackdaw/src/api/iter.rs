@@ -386,7 +386,8 @@ impl<S: Source> Cursor<S> {
         }
         pair(entry(&self.src, &self.c, false)).map(Some)
     }
-    /// Advance and return the new entry.
+    /// Advance and return the new entry. (Not `Iterator::next`: a step can fail.)
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<(Bytes, Bytes)>> {
         self.c.next(self.src.pages())?;
         self.current()

@@ -74,7 +74,7 @@ impl Files<'_> {
         let Some((f, len)) = self.get(pos.generation)? else {
             return Ok(None);
         };
-        if pos.offset % BLOCK as u64 != 0 || pos.offset + BLOCK as u64 > len {
+        if !pos.offset.is_multiple_of(BLOCK as u64) || pos.offset + BLOCK as u64 > len {
             return Ok(None);
         }
         let mut first = vec![0u8; BLOCK];

@@ -148,6 +148,9 @@ pub trait StorageFile: Send + Sync {
     /// Write all the slices, back to back, starting at `offset`, in as few calls as possible.
     fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Reserve blocks up to `len` (extends the file); a full disk fails here, not later.
     fn allocate(&self, len: u64) -> io::Result<()>;
@@ -168,6 +171,9 @@ pub trait StorageFile: Send + Sync {
 /// A read-only view of a file's first `len()` bytes.
 pub trait Mapping: Send + Sync {
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// `len` bytes at `offset`, or `None` when the range is out of bounds (or, in the memory
     /// backend, crosses an internal chunk boundary: callers read single pages, which never do).
     fn slice(&self, offset: usize, len: usize) -> Option<&[u8]>;

@@ -72,7 +72,7 @@ impl LeafCache {
             }
         }
         let m = self.misses.get();
-        if m < 16 || m % 16 == 0 {
+        if m < 16 || m.is_multiple_of(16) {
             if let Some(s) = self.slots.iter().find(|s| s.tree == tree && s.fences.contains(key)) {
                 self.misses.set(0);
                 return Some(s.pgno);
@@ -86,7 +86,7 @@ impl LeafCache {
     #[inline]
     fn wants_fill(&self) -> bool {
         let m = self.misses.get().wrapping_sub(1);
-        m < 16 || m % 16 == 0
+        m < 16 || m.is_multiple_of(16)
     }
     /// Buffers for the next insertion (reused, so a warm cache does not allocate).
     fn take_fences(&mut self) -> Fences {

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 /// Walk `desc`'s tree (and, in a multi-value tree, its nested lists and trees); push reached
 /// pages into `pages`, problems into `problems`; call `on_entry(key, flags, stored_value)` for
 /// each leaf entry. Returns the counted (branch, leaf, overflow pages, entries).
+#[allow(clippy::type_complexity)]
 pub(crate) fn walk<P: PageRead + ?Sized>(
     p: &P,
     name: &str,
@@ -28,7 +29,8 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     let mut seen = HashSet::new();
     let (mut branches, mut leaves, mut overflows, mut entries) = (0u64, 0u64, 0u64, 0u64);
     // (page, level, low fence, high fence)
-    let mut stack: Vec<(u64, u32, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(desc.root, desc.depth - 1, None, None)];
+    type Visit = (u64, u32, Option<Vec<u8>>, Option<Vec<u8>>);
+    let mut stack: Vec<Visit> = vec![(desc.root, desc.depth - 1, None, None)];
     while let Some((pg, level, low, high)) = stack.pop() {
         if !seen.insert(pg) {
             problems.push(format!("tree {name}: page {pg} is reached twice"));

@@ -147,6 +147,7 @@ impl<'a> Node<'a> {
         let hdr = LEAF_ENTRY_HEADER;
         while lo < hi {
             let mid = (lo + hi) / 2;
+            prefetch_probes(self.p, lo, mid, hi);
             let k = key_at(self.p, mid, hdr).ok_or_else(|| corrupt("key past the page"))?;
             match compare(k, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
@@ -167,6 +168,7 @@ impl<'a> Node<'a> {
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
+            prefetch_probes(self.p, lo, mid, hi);
             let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
@@ -175,6 +177,20 @@ impl<'a> Node<'a> {
             }
         }
         Ok(lo - 1)
+    }
+}
+
+/// Start loading the entries a binary search probes after `mid` (one of `(lo + mid) / 2` and
+/// `(mid + 1 + hi) / 2`), so that their cache misses overlap the comparison at `mid`.
+#[inline(always)]
+fn prefetch_probes(p: &[u8], lo: usize, mid: usize, hi: usize) {
+    for i in [(lo + mid) / 2, (mid + 1 + hi) / 2] {
+        if i != mid && i < hi {
+            let s = SLOTS + 2 * i;
+            if let (Some(a), Some(b)) = (p.get(s), p.get(s + 1)) {
+                crate::storage::sys::prefetch(p, u16::from_le_bytes([*a, *b]) as usize);
+            }
+        }
     }
 }
 

@@ -77,7 +77,7 @@ pub(crate) fn count_set_bits(page: &[u8], limit: u64) -> u64 {
     let bits = &page[PAGE_HEADER..];
     let full = (limit / 8) as usize;
     let mut n: u64 = bits[..full.min(bits.len())].iter().map(|b| b.count_ones() as u64).sum();
-    if limit % 8 != 0 && full < bits.len() {
+    if !limit.is_multiple_of(8) && full < bits.len() {
         n += (bits[full] & ((1u8 << (limit % 8)) - 1)).count_ones() as u64;
     }
     n

@@ -180,7 +180,7 @@ impl PageTxn {
 
     fn append(&mut self) -> Result<u64> {
         let g = self.geom;
-        if self.next_page >= g.section && self.next_page % g.section == 0 {
+        if self.next_page >= g.section && self.next_page.is_multiple_of(g.section) {
             // First page of a new section: its bitmap page.
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);

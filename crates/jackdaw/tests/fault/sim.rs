@@ -505,10 +505,7 @@ impl SimStorage {
                         subdirs.push(p);
                     }
                     Entry::File(i) => {
-                        if !cache.contains_key(&i) {
-                            let c = st.content(i, &mut ch);
-                            cache.insert(i, c);
-                        }
+                        cache.entry(i).or_insert_with(|| st.content(i, &mut ch));
                         img.files.insert(p, cache[&i].clone());
                     }
                 }
