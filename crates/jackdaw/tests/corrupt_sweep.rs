@@ -329,12 +329,12 @@ fn apply_special(b: &Base, name: &str, rng: &mut Rng) -> Files {
     let jp = b.journal.clone();
     let junk = |n: usize, rng: &mut Rng| {
         let mut v = vec![0u8; n];
-        rng.fill(&mut v);
+        rng.fill_bytes(&mut v);
         v
     };
     let sqlite = |n: usize, rng: &mut Rng| {
         let mut v = vec![0u8; n];
-        rng.fill(&mut v);
+        rng.fill_bytes(&mut v);
         v[..16].copy_from_slice(b"SQLite format 3\0");
         v[16..18].copy_from_slice(&4096u16.to_be_bytes());
         v
@@ -751,7 +751,7 @@ fn corruption_sweep() {
         let n = rng.range(1, 64) as usize;
         let off = rng.below(len as u64) as usize;
         let mut bytes = vec![0u8; n];
-        rng.fill(&mut bytes);
+        rng.fill_bytes(&mut bytes);
         cases.push(Case::Mutate { file, off, bytes });
     }
     for s in SPECIALS {

@@ -177,24 +177,29 @@ impl PageTable {
     /// A page buffer holding a copy of `src`, not shared (so `Arc::get_mut` succeeds); from the
     /// pool when it has one.
     pub(crate) fn copy_of(&self, src: &[u8]) -> PageBuf {
-        if let Some(mut b) = self.pool.lock().pop() {
-            if let Some(m) = Arc::get_mut(&mut b).filter(|m| m.len() == src.len()) {
-                m.copy_from_slice(src);
-                return b;
+        match self.pooled(src.len()) {
+            Some(mut b) => {
+                Arc::get_mut(&mut b).expect("pooled buffers are unique").copy_from_slice(src);
+                b
             }
+            None => Arc::from(src),
         }
-        Arc::from(src)
     }
 
     /// A zeroed page buffer of `len` bytes, not shared; from the pool when it has one.
     pub(crate) fn zeroed(&self, len: usize) -> PageBuf {
-        if let Some(mut b) = self.pool.lock().pop() {
-            if let Some(m) = Arc::get_mut(&mut b).filter(|m| m.len() == len) {
-                m.fill(0);
-                return b;
+        match self.pooled(len) {
+            Some(mut b) => {
+                Arc::get_mut(&mut b).expect("pooled buffers are unique").fill(0);
+                b
             }
+            None => std::iter::repeat_n(0u8, len).collect(),
         }
-        std::iter::repeat_n(0u8, len).collect()
+    }
+
+    /// A unique pooled buffer of `len` bytes, if the pool has one.
+    fn pooled(&self, len: usize) -> Option<PageBuf> {
+        self.pool.lock().pop().filter(|b| b.len() == len)
     }
 
     /// Return the buffers of dropped versions that nothing else holds to the pool.

@@ -17,66 +17,12 @@ use std::collections::BTreeMap;
 // ---------------------------------------------------------------------------------------------
 // Seeds and randomness.
 
-/// xorshift64* seeded through splitmix64 (seeds 0, 1, 2, ... give unrelated streams).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        Rng(if z == 0 { 0x2545_F491_4F6C_DD1D } else { z })
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// In `[0, n)`, `n > 0`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    /// In `[lo, hi]`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-    /// True with probability `num / den`.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.below(den) < num
-    }
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for c in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len() as u64) as usize]
-    }
-}
-
-/// The seed in `JACKDAW_SEED` (decimal or 0x-hex), if set.
-pub fn env_seed() -> Option<u64> {
-    let s = std::env::var("JACKDAW_SEED").ok()?;
-    let s = s.trim();
-    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse::<u64>(),
-    };
-    Some(v.unwrap_or_else(|_| panic!("JACKDAW_SEED={s:?} is not a u64")))
-}
-
-/// `JACKDAW_SEED` if set, else `default`; printed either way.
-pub fn seed_or(test: &str, default: u64) -> u64 {
-    let seed = env_seed().unwrap_or(default);
-    println!("{test}: seed {seed} (replay with JACKDAW_SEED={seed})");
-    seed
-}
+// The generator and `JACKDAW_SEED` handling are the other tests' (`tests/support`), so a seed
+// means the same stream everywhere.
+#[path = "../support/mod.rs"]
+mod support;
+#[allow(unused_imports)]
+pub use support::{env_seed, seed_or, XorShift as Rng};
 
 /// The seeds of a multi-seed test: `JACKDAW_SEED` alone if set, else `n` seeds from `base`.
 pub fn seeds(test: &str, base: u64, n: u64) -> Vec<u64> {
@@ -179,7 +125,7 @@ pub fn value(seed: u64, salt: u64, len: usize) -> Vec<u8> {
             v[i] = v[i].wrapping_add(1);
         }
     } else {
-        r.fill(&mut v);
+        r.fill_bytes(&mut v);
     }
     v
 }

@@ -37,6 +37,9 @@ impl XorShift {
     pub fn chance(&mut self, num: u64, den: u64) -> bool {
         self.below(den) < num
     }
+    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
+    }
     pub fn fill_bytes(&mut self, buf: &mut [u8]) {
         for c in buf.chunks_mut(8) {
             let v = self.next_u64().to_le_bytes();
