@@ -387,36 +387,46 @@ fn split_page<W: PageWrite + ?Sized>(
             return Ok((pgno, sep, right));
         }
     }
-    let (mut entries, level) = {
+    // One copy of the page; entries are slices of it (no allocation per entry).
+    let (image, level) = {
         let page = w.page(pgno)?;
-        let n = Node::new(&page);
-        let es = (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?;
-        (es, n.level())
+        let level = Node::new(&page).level();
+        (page.to_vec(), level)
     };
+    let n = Node::new(&image);
+    let mut entries: Vec<&[u8]> = Vec::with_capacity(n.count() + 1);
+    for i in 0..n.count() {
+        entries.push(n.entry(i)?);
+    }
     let leaf = level == 0;
     let append = rightmost && idx == entries.len();
-    entries.insert(idx, new);
+    entries.insert(idx, &new);
     let sizes: Vec<usize> = entries.iter().map(|e| e.len() + 2).collect();
     let m = split_point(&sizes, append, ps - node::SLOTS)?;
-    let sep = entry_key(&entries[m], leaf).to_vec();
-    if !leaf {
-        // The right branch's first key is implicit (minus infinity): store it empty.
+    let sep = entry_key(entries[m], leaf).to_vec();
+    // The right branch's first key is implicit (minus infinity): store it empty.
+    let implicit = if leaf {
+        Vec::new()
+    } else {
         let child = u64::from_le_bytes(entries[m][2..10].try_into().expect("8"));
         let mut e = vec![0u8; node::branch_entry_size(b"")];
         node::write_branch_entry(&mut e, b"", child);
-        entries[m] = e;
+        e
+    };
+    if !leaf {
+        entries[m] = &implicit;
     }
-    let (kind, _) = if leaf { (PageKind::Leaf, ()) } else { (PageKind::Branch, ()) };
+    let kind = if leaf { PageKind::Leaf } else { PageKind::Branch };
     let right = w.alloc(kind)?;
     {
         let rp = w.page_mut(right)?;
         node::init(rp, level);
-        node::fill(rp, &entries[m..].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        node::fill(rp, &entries[m..])?;
     }
     {
         let lp = w.page_mut(pgno)?;
         node::init(lp, level);
-        node::fill(lp, &entries[..m].iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        node::fill(lp, &entries[..m])?;
     }
     if leaf {
         desc.leaf_pages += 1;
