@@ -1,6 +1,6 @@
 //! The physical limits of the disk under the bench directory, measured in the same run as the
-//! engines: 4 KiB write + `fdatasync`, 4 KiB through `O_DIRECT|O_DSYNC`, 400 KiB vectored write
-//! + `fdatasync`, and sequential write bandwidth.
+//! engines: 4 KiB write + `fdatasync`, 4, 16, 32 and 64 KiB through `O_DIRECT|O_DSYNC`, 400 KiB
+//! vectored write + `fdatasync`, and sequential write bandwidth.
 
 use crate::measure::Window;
 use crate::report::{Latency, Row};
@@ -13,6 +13,34 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const FILE_BYTES: u64 = 16 << 20;
+
+/// Sizes (KiB) of the `O_DIRECT|O_DSYNC` rows.
+pub const DIRECT_KIB: [u64; 4] = [4, 16, 32, 64];
+
+/// The name of the `O_DIRECT|O_DSYNC` row of `kib` KiB.
+pub fn direct_row_name(kib: u64) -> String {
+    format!("{kib}k-O_DIRECT|O_DSYNC")
+}
+
+/// The p50 latency (µs) of a raw `O_DIRECT|O_DSYNC` write of `bytes` (rounded up to 4 KiB), from
+/// this run's disk rows: interpolated linearly between the two sizes around it (extrapolated
+/// from the last two past 64 KiB). `None` without the disk rows.
+pub fn raw_direct_p50_us(rows: &[Row], bytes: f64) -> Option<f64> {
+    let pts: Vec<(f64, f64)> = DIRECT_KIB
+        .iter()
+        .filter_map(|k| {
+            let r = rows.iter().find(|r| r.workload == "disk" && r.engine == direct_row_name(*k))?;
+            Some((*k as f64 * 1024.0, r.latency.as_ref()?.p50_us))
+        })
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let x = (bytes / 4096.0).ceil().max(1.0) * 4096.0;
+    let i = pts.iter().position(|(s, _)| *s >= x).unwrap_or(pts.len() - 1).max(1);
+    let ((x0, y0), (x1, y1)) = (pts[i - 1], pts[i]);
+    Some(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+}
 
 /// A 4 KiB-aligned heap buffer (O_DIRECT needs alignment).
 struct Aligned {
@@ -126,25 +154,33 @@ pub fn measure(
         ));
     }
 
-    // 4 KiB through O_DIRECT | O_DSYNC.
-    {
+    // Aligned writes through O_DIRECT | O_DSYNC, at the sizes of journal records: 4 KiB (the
+    // smallest) up to 64 KiB, so that a commit can be set against the raw write of its own
+    // record's size (`raw_direct_p50_us` interpolates between these rows).
+    for kib in DIRECT_KIB {
+        let len = kib as usize * 1024;
         let f = OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
             .open(&path)
             .context("open O_DIRECT|O_DSYNC")?;
-        let mut buf = Aligned::new(4096);
-        let mut lat = Vec::with_capacity(iters as usize);
+        let mut buf = Aligned::new(len);
+        let slots = FILE_BYTES / len as u64;
+        let n = if kib == 4 { iters } else { iters.div_ceil(2).max(1) };
+        let mut lat = Vec::with_capacity(n as usize);
         let w = Window::begin(dev);
         let t0 = Instant::now();
-        for i in 0..iters {
+        for i in 0..n {
             rng.fill(&mut buf.as_mut()[..64]);
             let t = Instant::now();
-            f.write_all_at(buf.as_mut(), (i % blocks) * 4096)?;
+            f.write_all_at(buf.as_mut(), (i % slots) * len as u64)?;
             lat.push(t.elapsed());
         }
         let el = t0.elapsed();
-        rows.push(row("4k-O_DIRECT|O_DSYNC", iters, el, &mut lat, w.end(), "pwrite of an aligned 4 KiB buffer"));
+        let name = direct_row_name(kib);
+        let mut r = row(&name, n, el, &mut lat, w.end(), &format!("pwrite of an aligned {kib} KiB buffer"));
+        r.mb_per_sec = Some(n as f64 * len as f64 / el.as_secs_f64() / 1e6);
+        rows.push(r);
     }
 
     // 400 KiB vectored write (100 × 4 KiB iovecs) + fdatasync.
@@ -205,4 +241,34 @@ pub fn measure(
         std::fs::remove_file(&p).ok();
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk_row(kib: u64, p50: f64) -> Row {
+        Row {
+            workload: "disk".into(),
+            engine: direct_row_name(kib),
+            latency: Some(Latency { p50_us: p50, p99_us: p50, max_us: p50 }),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn raw_write_latency_is_interpolated_by_record_size() {
+        let rows: Vec<Row> =
+            DIRECT_KIB.iter().zip([100.0, 120.0, 150.0, 200.0]).map(|(k, p)| disk_row(*k, p)).collect();
+        assert_eq!(raw_direct_p50_us(&rows, 4096.0), Some(100.0));
+        // Rounded up to whole 4 KiB blocks: 5,000 B is 8 KiB, a third of the way from 4 to 16 KiB.
+        let at8 = raw_direct_p50_us(&rows, 5000.0).unwrap();
+        assert!((at8 - (100.0 + 20.0 / 3.0)).abs() < 1e-9, "{at8}");
+        assert_eq!(raw_direct_p50_us(&rows, 32.0 * 1024.0), Some(150.0));
+        assert_eq!(raw_direct_p50_us(&rows, 48.0 * 1024.0), Some(175.0));
+        // Past the largest size: the last segment's slope.
+        assert_eq!(raw_direct_p50_us(&rows, 96.0 * 1024.0), Some(250.0));
+        assert_eq!(raw_direct_p50_us(&rows[..1], 4096.0), None, "one size is not enough");
+        assert_eq!(raw_direct_p50_us(&[], 4096.0), None);
+    }
 }

@@ -230,6 +230,23 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 }
             }
         }
+        // A durable Jackdaw commit against the raw write of its record's size (WORKLOADS.md floor).
+        let (before, new) = rep.rows.split_at_mut(first_new);
+        for r in new.iter_mut().filter(|r| r.engine == Kind::Jackdaw.name() && r.mode.starts_with("sync")) {
+            let (Some(l), Some(j)) = (r.latency, r.jackdaw.as_ref()) else { continue };
+            if j.journal_bytes_written <= 0.0 || j.written_once_pages > 0.0 {
+                continue;
+            }
+            if let Some(raw) = disk::raw_direct_p50_us(before, j.journal_bytes_written) {
+                let x = l.p50_us / raw;
+                r.commit_vs_raw_write = Some(x);
+                let note = format!(
+                    "commit p50 = {x:.2}× a raw O_DIRECT|O_DSYNC write of its record ({:.0} KiB: {raw:.0} µs)",
+                    (j.journal_bytes_written / 4096.0).ceil() * 4.0
+                );
+                r.notes = if r.notes.is_empty() { note } else { format!("{}; {note}", r.notes) };
+            }
+        }
         // Ratios and the tables of this workload's rows.
         let names = report::workloads_in_order(&rep.rows[first_new..]);
         for n in &names {

@@ -77,6 +77,10 @@ pub struct Row {
     pub latency: Option<Latency>,
     pub jackdaw: Option<JackdawPerTx>,
     pub syscalls_per_commit: Option<f64>,
+    /// Jackdaw, durable multi-transaction workloads: commit p50 divided by the p50 of a raw
+    /// `O_DIRECT|O_DSYNC` write of the journal record's size in this run (the disk rows,
+    /// interpolated: `disk::raw_direct_p50_us`).
+    pub commit_vs_raw_write: Option<f64>,
     pub notes: String,
 }
 
