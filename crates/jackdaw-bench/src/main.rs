@@ -76,6 +76,11 @@ struct Args {
     #[arg(long)]
     no_progress: bool,
 
+    /// Jackdaw's debug log: one line per journal write and per flush on stderr (pages, bytes,
+    /// pages by kind), as `Options::flush_log` prints them.
+    #[arg(long)]
+    io_log: bool,
+
     /// Keep the databases after the run.
     #[arg(long)]
     keep: bool,
@@ -151,6 +156,7 @@ fn main() -> Result<()> {
         keep: a.keep,
         print: true,
     };
+    jackdaw_bench::engines::jackdaw::set_io_log(a.io_log);
     eprintln!("seed {seed}");
     let rep = jackdaw_bench::run(&cfg)?;
     if rep.failures.iter().any(|f| !f.skipped) {

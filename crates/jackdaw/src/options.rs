@@ -103,7 +103,8 @@ impl Clock for ManualClock {
 /// - `flusher`: [`FlusherMode::Background`];
 /// - `write_once_min_pages`: 64: a transaction with at least this many pages that no snapshot or
 ///   recovery can need writes them straight to the data file (0 disables the path);
-/// - `flush_log`: off (when on, each flush prints one line to stderr);
+/// - `flush_log`: off (when on, each journal write and each flush prints one line to stderr:
+///   pages, bytes, time and pages by kind — leaves, branches, overflow, free-space maps, meta);
 /// - `storage`: the real file system ([`FsStorage`]);
 /// - `clock`: the system's monotonic clock.
 #[derive(Clone, Debug)]

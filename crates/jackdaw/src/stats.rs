@@ -33,6 +33,44 @@ impl Counters {
     }
 }
 
+/// Pages by kind (of one commit, or of one flush).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PagesByKind {
+    pub leaf: u64,
+    pub branch: u64,
+    pub overflow: u64,
+    /// Free-space bitmap pages.
+    pub freemap: u64,
+    pub meta: u64,
+    /// Raw pages of tests and tools.
+    pub raw: u64,
+}
+
+impl PagesByKind {
+    /// Count one page whose header names `kind` (`None`: an unknown kind byte, counted as raw).
+    pub(crate) fn count(&mut self, kind: Option<crate::data::page::PageKind>) {
+        use crate::data::page::PageKind as K;
+        match kind {
+            Some(K::Leaf) => self.leaf += 1,
+            Some(K::Branch) => self.branch += 1,
+            Some(K::Overflow) => self.overflow += 1,
+            Some(K::FreeMap) => self.freemap += 1,
+            Some(K::Meta) => self.meta += 1,
+            Some(K::Raw) | None => self.raw += 1,
+        }
+    }
+}
+
+impl std::fmt::Display for PagesByKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "leaf {} branch {} overflow {} freemap {} meta {} raw {}",
+            self.leaf, self.branch, self.overflow, self.freemap, self.meta, self.raw
+        )
+    }
+}
+
 /// What one commit did, returned by `WriteTxn::commit`.
 #[derive(Debug, Clone, Default)]
 pub struct CommitStats {
@@ -42,6 +80,8 @@ pub struct CommitStats {
     pub pages: usize,
     /// Pages written straight to the data file ("written once").
     pub written_once_pages: usize,
+    /// `pages` by kind (pages streamed in by `put_reader` count as overflow).
+    pub pages_by_kind: PagesByKind,
     /// Journal payload as full page images would take it.
     pub journal_bytes_full: u64,
     /// Journal payload after diffing, before compression.

@@ -181,3 +181,46 @@ fn oversized_keys_and_values_are_rejected() {
     drop(r);
     env.check().unwrap();
 }
+
+/// `CommitStats::pages_by_kind` counts what each commit wrote (the figures `flush_log` prints per
+/// journal write): leaves, branches, overflow chains (built in memory or streamed in), and it
+/// always adds up to `pages`.
+#[test]
+fn commit_stats_count_pages_by_kind() {
+    let dir = tmpdir("pages-by-kind");
+    let env = Env::open(&dir, test_opts().flush_log(true)).unwrap();
+    let sum = |k: &jackdaw::PagesByKind| k.leaf + k.branch + k.overflow + k.freemap + k.meta + k.raw;
+
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.put(&t, b"a", b"small").unwrap();
+    let st = tx.commit().unwrap();
+    assert!(st.pages_by_kind.leaf >= 1 && st.pages_by_kind.overflow == 0 && st.pages_by_kind.branch == 0, "{st:?}");
+    assert_eq!(sum(&st.pages_by_kind), st.pages as u64, "{st:?}");
+
+    // 20,000 bytes: 5 overflow pages of 4,048 bytes each, and the leaf that points to them.
+    let mut tx = env.write().unwrap();
+    tx.put(&t, b"big", vec![7u8; 20_000]).unwrap();
+    let st = tx.commit().unwrap();
+    assert_eq!(st.pages_by_kind.overflow, 5, "{st:?}");
+    assert!(st.pages_by_kind.leaf >= 1, "{st:?}");
+    assert_eq!(sum(&st.pages_by_kind), st.pages as u64, "{st:?}");
+
+    // Streamed in: 100,000 bytes are 25 pages written once, counted as overflow.
+    let mut tx = env.write().unwrap();
+    tx.put_reader(&t, b"streamed", 100_000, &vec![3u8; 100_000][..]).unwrap();
+    let st = tx.commit().unwrap();
+    assert_eq!(st.pages_by_kind.overflow, 25, "{st:?}");
+    assert!(st.written_once_pages >= 25, "{st:?}");
+    assert_eq!(sum(&st.pages_by_kind), st.pages as u64, "{st:?}");
+
+    // Enough entries to split the root leaf: a branch appears.
+    let mut tx = env.write().unwrap();
+    for i in 0..2_000u32 {
+        tx.put(&t, format!("k{i:08}"), [1u8; 100]).unwrap();
+    }
+    let st = tx.commit().unwrap();
+    assert!(st.pages_by_kind.branch >= 1 && st.pages_by_kind.leaf > 40, "{st:?}");
+    assert_eq!(sum(&st.pages_by_kind), st.pages as u64, "{st:?}");
+    env.close().unwrap();
+}

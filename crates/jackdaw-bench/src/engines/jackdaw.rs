@@ -5,7 +5,8 @@
 //! written to the OS at commit, not synced), `sync` → `Durability::Sync` (journal record on the
 //! device when `commit()` returns). Everything else is `Options::default()`, except for the
 //! `jackdaw-append` variant, which sets `FreeSpacePolicy::AppendOnly` (the control group of
-//! `free-space-control`). One tree named `kv` holds the data.
+//! `free-space-control`). One tree named `kv` holds the data. `--io-log` turns on
+//! `Options::flush_log` (one stderr line per journal write and per flush).
 
 use crate::engine::{CommitInfo, Engine, JackdawCommit, Mode, ReadOps, Visit, WriteOps};
 use anyhow::{Context, Result};
@@ -16,6 +17,13 @@ use std::time::Instant;
 pub const MODES: [&str; 3] = ["Durability::None", "Durability::Buffered", "Durability::Sync"];
 
 const TREE: &str = "kv";
+
+static IO_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Open every later Jackdaw environment with `Options::flush_log(on)` (the bench's `--io-log`).
+pub fn set_io_log(on: bool) {
+    IO_LOG.store(on, std::sync::atomic::Ordering::Relaxed);
+}
 
 pub struct JackdawEngine {
     env: Env,
@@ -29,7 +37,8 @@ impl JackdawEngine {
             Mode::Buff => Durability::Buffered,
             Mode::Sync => Durability::Sync,
         };
-        let mut opts = Options::default().durability(durability);
+        let mut opts =
+            Options::default().durability(durability).flush_log(IO_LOG.load(std::sync::atomic::Ordering::Relaxed));
         if append_only {
             opts = opts.free_space(FreeSpacePolicy::AppendOnly);
         }

@@ -15,7 +15,7 @@
 
 use super::core::Core;
 use crate::data::Header;
-use crate::stats::Counters;
+use crate::stats::{Counters, PagesByKind};
 use crate::storage::SyncSite;
 use crate::{Error, Result};
 use std::collections::BTreeSet;
@@ -83,7 +83,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         return Err(Error::corrupted(None, format!("flusher: no log entries up to transaction {target}")));
     };
     let pages: Vec<u64> = pages.into_iter().collect();
-    let mut kinds = [0u64; 8];
+    let mut kinds = PagesByKind::default();
     let mut bytes = 0u64;
     // Coalesce runs of consecutive pages into one vectored write (pages were sealed at commit).
     let mut i = 0;
@@ -95,7 +95,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
                 .table
                 .get(pages[j], target)
                 .ok_or_else(|| Error::corrupted(Some(pages[j]), "flusher: page version missing from the page table"))?;
-            kinds[(b[24] as usize).min(7)] += 1;
+            kinds.count(crate::data::page::page_kind(&b));
             bufs.push(b);
             j += 1;
         }
@@ -131,15 +131,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     Counters::add(&core.counters.flushed_pages, pages.len() as u64);
     if core.opts.flush_log {
         eprintln!(
-            "jackdaw flush: txid {target}, {} pages, {bytes} bytes, {:.1} ms; by kind: meta {} freemap {} branch {} leaf {} overflow {} raw {}",
+            "jackdaw flush: txid {target}, {} pages, {bytes} bytes, {:.1} ms; by kind: {kinds}",
             pages.len(),
             t0.elapsed().as_secs_f64() * 1e3,
-            kinds[1],
-            kinds[2],
-            kinds[3],
-            kinds[4],
-            kinds[5],
-            kinds[6]
         );
     }
     Ok(())

@@ -19,7 +19,7 @@ use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
 use crate::journal::record::{self, PayloadBuilder};
 use crate::options::{Durability, FreeSpacePolicy};
-use crate::stats::{CommitStats, Counters};
+use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
 use crate::{Error, Result};
 use std::collections::HashSet;
@@ -330,10 +330,15 @@ impl PageTxn {
                 payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
             }
         }
+        let mut kinds = PagesByKind { overflow: self.streamed.len() as u64, ..PagesByKind::default() };
+        for p in &pgnos {
+            kinds.count(page::page_kind(&self.dirty[p].buf));
+        }
         let stats = CommitStats {
             txid,
             pages: pgnos.len() + self.streamed.len(),
             written_once_pages: once.len() + self.streamed.len(),
+            pages_by_kind: kinds,
             journal_bytes_full: payload.full_bytes,
             journal_bytes_raw: payload.buf.len() as u64,
             journal_bytes_written: 0,
@@ -470,7 +475,21 @@ impl Prepared {
         if core.flush_due() {
             core.wake_flusher();
         }
-        Ok(CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats })
+        let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
+        if core.opts.flush_log {
+            eprintln!(
+                "jackdaw journal write: txid {txid}, {} pages ({} written once), journal bytes {} full -> {} diffed -> {} written, {:?}, {:.1} ms; by kind: {}",
+                stats.pages,
+                stats.written_once_pages,
+                stats.journal_bytes_full,
+                stats.journal_bytes_raw,
+                stats.journal_bytes_written,
+                self.durability,
+                stats.time.as_secs_f64() * 1e3,
+                stats.pages_by_kind
+            );
+        }
+        Ok(stats)
     }
 }
 
