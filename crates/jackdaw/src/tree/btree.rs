@@ -138,6 +138,14 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
     loop {
         let page = p.page(pgno)?;
         *touched += 1;
+        if level == 0 {
+            // A leaf is searched (a chain of dependent misses across the page) or copied whole
+            // (a write): start every line loading now, so the misses overlap. Measured on
+            // `rndread` (1M random gets, alternating runs): 1,170 -> 1,090 ns per get (median).
+            for at in (64..page.len()).step_by(64) {
+                crate::storage::sys::prefetch(&page, at);
+            }
+        }
         check_kind(&page, pgno, level)?;
         if level == 0 {
             return Ok(pgno);
