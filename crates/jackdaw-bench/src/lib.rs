@@ -5,6 +5,9 @@
 //! workload, by its WORKLOADS.md name), [`disk`] (the disk's physical limits), [`device`] and
 //! [`measure`] (block-device counters, page-cache dropping, windows, progress), [`report`]
 //! (tables, SVG charts, JSON), [`gen`] (seeded keys and values).
+//!
+//! Every engine's run of a workload starts after a `sync()`, so that no engine pays (in time or
+//! in device bytes) for the write-back of pages another engine left dirty.
 
 pub mod device;
 pub mod disk;
@@ -189,6 +192,11 @@ pub fn run(cfg: &Config) -> Result<Report> {
                         continue;
                     }
                 }
+                // Start every engine on a quiet device: the dirty pages an earlier engine left in
+                // the page cache would otherwise be written back during this one's run, slowing it
+                // and counting in its device bytes (the first engine of each workload paid for the
+                // last one of the workload before).
+                device::sync_all();
                 let res = catch_unwind(AssertUnwindSafe(|| ctx.run(*w, kind)));
                 let res = match res {
                     Ok(r) => r,
