@@ -7,7 +7,8 @@
 //! (tables, SVG charts, JSON), [`gen`] (seeded keys and values).
 //!
 //! Every engine's run of a workload starts after a `sync()`, so that no engine pays (in time or
-//! in device bytes) for the write-back of pages another engine left dirty.
+//! in device bytes) for the write-back of pages another engine left dirty, and the engines take
+//! turns at running first (the order rotates by one per workload; tables keep the asked order).
 
 pub mod device;
 pub mod disk;
@@ -150,6 +151,13 @@ pub fn run(cfg: &Config) -> Result<Report> {
         cfg.keep,
     );
     let mut seq_failed: std::collections::HashMap<Kind, String> = Default::default();
+    // Engines take turns at running first: the order rotates by one per workload.
+    let mut turn = 0usize;
+    let canonical = |engine: &str| -> (usize, bool) {
+        let k = Kind::from_name(engine);
+        let base = if k == Some(Kind::JackdawAppend) { Some(Kind::Jackdaw) } else { k };
+        (engines.iter().position(|e| Some(*e) == base).unwrap_or(usize::MAX), k == Some(Kind::JackdawAppend))
+    };
     for w in &cfg.workloads {
         let first_new = rep.rows.len();
         if *w == Workload::Disk {
@@ -173,6 +181,11 @@ pub fn run(cfg: &Config) -> Result<Report> {
             }
         } else {
             let mut list = engines.clone();
+            if !list.is_empty() {
+                let n = list.len();
+                list.rotate_left(turn % n);
+                turn += 1;
+            }
             if *w == Workload::FreeSpaceControl {
                 if let Some(p) = list.iter().position(|k| *k == Kind::Jackdaw) {
                     list.insert(p + 1, Kind::JackdawAppend);
@@ -238,6 +251,8 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 }
             }
         }
+        // Tables list the engines in the order asked for, whoever ran first.
+        rep.rows[first_new..].sort_by_key(|r| canonical(&r.engine));
         // A durable Jackdaw commit against the raw write of its record's size (WORKLOADS.md floor).
         let (before, new) = rep.rows.split_at_mut(first_new);
         for r in new.iter_mut().filter(|r| r.engine == Kind::Jackdaw.name() && r.mode.starts_with("sync")) {
