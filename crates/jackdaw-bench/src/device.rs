@@ -111,6 +111,34 @@ pub fn proc_write_bytes() -> Option<u64> {
     s.lines().find_map(|l| l.strip_prefix("write_bytes:").and_then(|v| v.trim().parse().ok()))
 }
 
+/// Wait until the device is quiet: nothing in flight and no sector written or discarded over
+/// the last 100 ms (a deleted database's blocks are discarded in the background on a file system
+/// mounted with `discard`, and would otherwise slow whichever engine runs next). Gives up after
+/// `limit`. Returns how long it waited.
+pub fn settle(dev: Option<&BlockDev>, limit: std::time::Duration) -> std::time::Duration {
+    let t0 = std::time::Instant::now();
+    let Some(dev) = dev else { return std::time::Duration::ZERO };
+    // (in flight, sectors written, sectors discarded)
+    let sample = || -> Option<(u64, u64, u64)> {
+        let s = std::fs::read_to_string(&dev.stat).ok()?;
+        let f: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        Some((*f.get(8)?, *f.get(6)?, f.get(13).copied().unwrap_or(0)))
+    };
+    let mut last = sample();
+    let mut quiet = 0;
+    while quiet < 4 && t0.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let now = sample();
+        match (last, now) {
+            (Some((_, w0, d0)), Some((inflight, w1, d1))) if inflight == 0 && w0 == w1 && d0 == d1 => quiet += 1,
+            (Some(_), Some(_)) => quiet = 0,
+            _ => break,
+        }
+        last = now;
+    }
+    t0.elapsed()
+}
+
 /// `sync(2)`: every dirty page of every file system to the device.
 pub fn sync_all() {
     // SAFETY: sync() takes no arguments and cannot fail.

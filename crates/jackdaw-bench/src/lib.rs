@@ -6,8 +6,9 @@
 //! [`measure`] (block-device counters, page-cache dropping, windows, progress), [`report`]
 //! (tables, SVG charts, JSON), [`gen`] (seeded keys and values).
 //!
-//! Every engine's run of a workload starts after a `sync()`, so that no engine pays (in time or
-//! in device bytes) for the write-back of pages another engine left dirty, and the engines take
+//! Every engine's run of a workload starts after a `sync()` and on a quiet device
+//! (`device::settle`), so that no engine pays (in time or in device bytes) for the write-back of
+//! pages, or the discard of a deleted database's blocks, that another engine left, and the engines take
 //! turns at running first (the order rotates by one per workload; tables keep the asked order).
 
 pub mod device;
@@ -210,6 +211,10 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 // and counting in its device bytes (the first engine of each workload paid for the
                 // last one of the workload before).
                 device::sync_all();
+                let waited = device::settle(dev.as_ref(), std::time::Duration::from_secs(10));
+                if waited.as_millis() >= 500 {
+                    eprintln!("  (device busy: waited {:.1} s before {} on {})", waited.as_secs_f64(), kind.name(), w.name());
+                }
                 let res = catch_unwind(AssertUnwindSafe(|| ctx.run(*w, kind)));
                 let res = match res {
                     Ok(r) => r,
