@@ -211,7 +211,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 // and counting in its device bytes (the first engine of each workload paid for the
                 // last one of the workload before).
                 device::sync_all();
-                let waited = device::settle(dev.as_ref(), std::time::Duration::from_secs(10));
+                let waited = device::settle(dev.as_ref(), std::time::Duration::from_millis(cfg.sizes.settle_ms));
                 if waited.as_millis() >= 500 {
                     eprintln!("  (device busy: waited {:.1} s before {} on {})", waited.as_secs_f64(), kind.name(), w.name());
                 }

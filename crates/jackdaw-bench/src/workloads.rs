@@ -31,6 +31,8 @@ pub struct Sizes {
     /// disk limits: latency samples and sequential bytes.
     pub disk_iters: u64,
     pub disk_seq_bytes: u64,
+    /// Longest wait for a quiet device before each engine's run (`device::settle`).
+    pub settle_ms: u64,
 }
 
 impl Sizes {
@@ -46,6 +48,7 @@ impl Sizes {
             syscall_commits: 1_000,
             disk_iters: 2_000,
             disk_seq_bytes: 1 << 30,
+            settle_ms: 10_000,
         }
     }
     pub fn quick() -> Sizes {
@@ -60,6 +63,7 @@ impl Sizes {
             syscall_commits: 200,
             disk_iters: 500,
             disk_seq_bytes: 256 << 20,
+            settle_ms: 10_000,
         }
     }
     pub fn tiny() -> Sizes {
@@ -74,6 +78,7 @@ impl Sizes {
             syscall_commits: 10,
             disk_iters: 10,
             disk_seq_bytes: 8 << 20,
+            settle_ms: 1_000,
         }
     }
 }
