@@ -213,7 +213,12 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 device::sync_all();
                 let waited = device::settle(dev.as_ref(), std::time::Duration::from_millis(cfg.sizes.settle_ms));
                 if waited.as_millis() >= 500 {
-                    eprintln!("  (device busy: waited {:.1} s before {} on {})", waited.as_secs_f64(), kind.name(), w.name());
+                    eprintln!(
+                        "  (device busy: waited {:.1} s before {} on {})",
+                        waited.as_secs_f64(),
+                        kind.name(),
+                        w.name()
+                    );
                 }
                 let res = catch_unwind(AssertUnwindSafe(|| ctx.run(*w, kind)));
                 let res = match res {
