@@ -92,6 +92,10 @@ pub struct DevCounters {
     pub write_ios: u64,
     /// Flush requests completed (kernel ≥ 5.5 has the field).
     pub flushes: Option<u64>,
+    /// Requests in flight now.
+    pub in_flight: u64,
+    /// Sectors discarded (kernel ≥ 4.18 has the field; 0 before).
+    pub sectors_discarded: u64,
 }
 
 impl BlockDev {
@@ -101,7 +105,13 @@ impl BlockDev {
         if f.len() < 11 {
             return None;
         }
-        Some(DevCounters { sectors_written: f[6], write_ios: f[4], flushes: f.get(15).copied() })
+        Some(DevCounters {
+            sectors_written: f[6],
+            write_ios: f[4],
+            flushes: f.get(15).copied(),
+            in_flight: f[8],
+            sectors_discarded: f.get(13).copied().unwrap_or(0),
+        })
     }
 }
 
@@ -118,22 +128,15 @@ pub fn proc_write_bytes() -> Option<u64> {
 pub fn settle(dev: Option<&BlockDev>, limit: std::time::Duration) -> std::time::Duration {
     let t0 = std::time::Instant::now();
     let Some(dev) = dev else { return std::time::Duration::ZERO };
-    // (in flight, sectors written, sectors discarded)
-    let sample = || -> Option<(u64, u64, u64)> {
-        let s = std::fs::read_to_string(&dev.stat).ok()?;
-        let f: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-        Some((*f.get(8)?, *f.get(6)?, f.get(13).copied().unwrap_or(0)))
-    };
-    let mut last = sample();
+    let Some(mut last) = dev.read() else { return t0.elapsed() };
     let mut quiet = 0;
     while quiet < 4 && t0.elapsed() < limit {
         std::thread::sleep(std::time::Duration::from_millis(25));
-        let now = sample();
-        match (last, now) {
-            (Some((_, w0, d0)), Some((inflight, w1, d1))) if inflight == 0 && w0 == w1 && d0 == d1 => quiet += 1,
-            (Some(_), Some(_)) => quiet = 0,
-            _ => break,
-        }
+        let Some(now) = dev.read() else { break };
+        let idle = now.in_flight == 0
+            && now.sectors_written == last.sectors_written
+            && now.sectors_discarded == last.sectors_discarded;
+        quiet = if idle { quiet + 1 } else { 0 };
         last = now;
     }
     t0.elapsed()

@@ -378,7 +378,7 @@ fn split_page<W: PageWrite + ?Sized>(
             let entry = if leaf {
                 new
             } else {
-                let child = u64::from_le_bytes(new[2..10].try_into().expect("8"));
+                let child = node::u64_at(&new, 2)?;
                 let mut e = vec![0u8; node::branch_entry_size(b"")];
                 node::write_branch_entry(&mut e, b"", child);
                 e
@@ -416,7 +416,7 @@ fn split_page<W: PageWrite + ?Sized>(
     let implicit = if leaf {
         Vec::new()
     } else {
-        let child = u64::from_le_bytes(entries[m][2..10].try_into().expect("8"));
+        let child = node::u64_at(entries[m], 2)?;
         let mut e = vec![0u8; node::branch_entry_size(b"")];
         node::write_branch_entry(&mut e, b"", child);
         e
@@ -579,7 +579,7 @@ fn rebalance<W: PageWrite + ?Sized>(
         if !leaf {
             // The right page's implicit first key becomes the separator from the parent.
             if let Some(first) = right_entries.first_mut() {
-                let child = u64::from_le_bytes(first[2..10].try_into().expect("8"));
+                let child = node::u64_at(first, 2)?;
                 let mut e = vec![0u8; node::branch_entry_size(&sep)];
                 node::write_branch_entry(&mut e, &sep, child);
                 *first = e;

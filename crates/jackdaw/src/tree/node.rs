@@ -57,7 +57,7 @@ fn u32_at(p: &[u8], o: usize) -> u32 {
     u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]])
 }
 #[inline]
-fn u64_at(p: &[u8], o: usize) -> Result<u64> {
+pub(crate) fn u64_at(p: &[u8], o: usize) -> Result<u64> {
     p.get(o..o + 8)
         .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         .ok_or_else(|| corrupt("field past the page"))

@@ -177,27 +177,27 @@ impl PageTable {
     /// A page buffer holding a copy of `src`, not shared (so `Arc::get_mut` succeeds); from the
     /// pool when it has one.
     pub(crate) fn copy_of(&self, src: &[u8]) -> PageBuf {
-        match self.pooled(src.len()) {
-            Some(mut b) => {
-                Arc::get_mut(&mut b).expect("pooled buffers are unique").copy_from_slice(src);
-                b
+        if let Some(mut b) = self.pooled(src.len()) {
+            if let Some(bytes) = Arc::get_mut(&mut b) {
+                bytes.copy_from_slice(src);
+                return b;
             }
-            None => Arc::from(src),
         }
+        Arc::from(src)
     }
 
     /// A zeroed page buffer of `len` bytes, not shared; from the pool when it has one.
     pub(crate) fn zeroed(&self, len: usize) -> PageBuf {
-        match self.pooled(len) {
-            Some(mut b) => {
-                Arc::get_mut(&mut b).expect("pooled buffers are unique").fill(0);
-                b
+        if let Some(mut b) = self.pooled(len) {
+            if let Some(bytes) = Arc::get_mut(&mut b) {
+                bytes.fill(0);
+                return b;
             }
-            None => std::iter::repeat_n(0u8, len).collect(),
         }
+        std::iter::repeat_n(0u8, len).collect()
     }
 
-    /// A unique pooled buffer of `len` bytes, if the pool has one.
+    /// A pooled buffer of `len` bytes, if the pool has one (pooled buffers are unique).
     fn pooled(&self, len: usize) -> Option<PageBuf> {
         self.pool.lock().pop().filter(|b| b.len() == len)
     }

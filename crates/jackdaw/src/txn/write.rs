@@ -123,19 +123,22 @@ impl PageTxn {
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
     /// header, which commit stamps; callers own the rest.
     pub(crate) fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
-        if !self.dirty.contains_key(&pgno) {
-            if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
-                return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
+        let d = match self.dirty.entry(pgno) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
+                    return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
+                }
+                let base = self.base.page(&self.core, pgno)?;
+                let buf = self.core.table.copy_of(&base);
+                let held = match base {
+                    PageRef::Held(b) => Some(b),
+                    PageRef::Borrowed(_) => None,
+                };
+                e.insert(Dirty { buf, fresh: false, held })
             }
-            let base = self.base.page(&self.core, pgno)?;
-            let buf = self.core.table.copy_of(&base);
-            let held = match base {
-                PageRef::Held(b) => Some(b),
-                PageRef::Borrowed(_) => None,
-            };
-            self.dirty.insert(pgno, Dirty { buf, fresh: false, held });
-        }
-        Ok(unique(&mut self.dirty.get_mut(&pgno).expect("inserted above").buf))
+        };
+        unique(&mut d.buf)
     }
 
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
@@ -149,7 +152,7 @@ impl PageTxn {
             FreeSpacePolicy::AppendOnly => self.append()?,
         };
         let mut buf = self.core.table.zeroed(self.core.page_size);
-        page::init(unique(&mut buf), pgno, kind);
+        page::init(unique(&mut buf)?, pgno, kind);
         self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None });
         Ok(pgno)
     }
@@ -184,7 +187,7 @@ impl PageTxn {
             // First page of a new section: its bitmap page.
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);
-            page::init(unique(&mut buf), bp, PageKind::FreeMap);
+            page::init(unique(&mut buf)?, bp, PageKind::FreeMap);
             self.dirty.insert(bp, Dirty { buf, fresh: true, held: None });
             self.free.push(0);
             self.next_page += 1;
@@ -300,9 +303,11 @@ impl PageTxn {
         let txid = self.base.txid + 1;
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
         pgnos.sort_unstable();
-        for p in &pgnos {
-            let d = self.dirty.get_mut(p).expect("key");
-            page::seal(unique(&mut d.buf), *p, txid);
+        // Seal every page, counting them by kind on the way (one pass over the dirty pages).
+        let mut kinds = PagesByKind { overflow: self.streamed.len() as u64, ..PagesByKind::default() };
+        for (p, d) in self.dirty.iter_mut() {
+            page::seal(unique(&mut d.buf)?, *p, txid);
+            kinds.count(page::page_kind(&d.buf));
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly
         // (a failed sync poisons).
@@ -330,10 +335,6 @@ impl PageTxn {
                 payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
             }
         }
-        let mut kinds = PagesByKind { overflow: self.streamed.len() as u64, ..PagesByKind::default() };
-        for p in &pgnos {
-            kinds.count(page::page_kind(&self.dirty[p].buf));
-        }
         let stats = CommitStats {
             txid,
             pages: pgnos.len() + self.streamed.len(),
@@ -348,7 +349,7 @@ impl PageTxn {
         let ps = core.page_size as u64;
         pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
-            pgnos.iter().map(|p| (*p, self.dirty.remove(p).expect("key").buf)).collect();
+            pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
         let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
@@ -493,7 +494,8 @@ impl Prepared {
     }
 }
 
-/// The bytes of a dirty page buffer, which nothing else holds (invariant 2).
-fn unique(buf: &mut PageBuf) -> &mut [u8] {
-    Arc::get_mut(buf).expect("a dirty page buffer is never shared")
+/// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
+/// bug of this module, reported as an error rather than a panic.
+fn unique(buf: &mut PageBuf) -> Result<&mut [u8]> {
+    Arc::get_mut(buf).ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
 }
