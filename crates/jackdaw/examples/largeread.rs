@@ -5,6 +5,8 @@
 //! order in one read transaction, copying each into a reused buffer with `get_into`. The first
 //! round is what the bench measures (pages read through the map for the first time); with
 //! `ROUNDS = 0` only the writes run, so that `valgrind --tool=callgrind` can take the difference.
+//! To profile round 0 alone: `mkfifo /tmp/ctl && LARGEREAD_PERF_CTL=/tmp/ctl perf record -D -1
+//! --control fifo:/tmp/ctl -- target/release/examples/largeread 1`.
 use jackdaw::{Durability, Env, Options};
 use std::time::Instant;
 
@@ -58,13 +60,24 @@ fn main() {
     println!("{} minor faults before reading", minflt());
     for round in 0..rounds {
         let r = env.read().unwrap();
+        perf_ctl(round == 0, "enable");
         let s = Instant::now();
         let mut sum = 0u64;
-        for k in &keys {
+        let mut small = s.elapsed();
+        for (i, k) in keys.iter().enumerate() {
+            if i as u64 == ns {
+                small = s.elapsed();
+            }
             assert!(r.get_into(&t, k, &mut buf).unwrap());
             sum = sum.wrapping_add(buf.len() as u64 + buf[buf.len() / 2] as u64);
         }
         let el = s.elapsed();
+        println!(
+            "  64 KiB values {:.1} ms, 8 MiB values {:.1} ms",
+            small.as_secs_f64() * 1e3,
+            (el - small).as_secs_f64() * 1e3
+        );
+        perf_ctl(round == 0, "disable");
         println!(
             "large-values-read round {round}: {:.0} MB/s ({sum}; {} minor faults so far)",
             bytes as f64 / el.as_secs_f64() / 1e6,
@@ -79,4 +92,14 @@ fn minflt() -> u64 {
     let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = s.rsplit_once(')').map_or("", |x| x.1);
     after.split_whitespace().nth(7).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
+/// Tell `perf record --control fifo:PATH` (path in `LARGEREAD_PERF_CTL`) to enable or disable.
+fn perf_ctl(when: bool, what: &str) {
+    if let (true, Some(p)) = (when, std::env::var_os("LARGEREAD_PERF_CTL")) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(p) {
+            let _ = writeln!(f, "{what}");
+        }
+    }
 }

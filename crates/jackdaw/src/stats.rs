@@ -134,6 +134,9 @@ pub struct Stats {
     pub flushes: u64,
     pub flushed_pages: u64,
     pub written_once_pages: u64,
+    /// Overflow values read as one run of consecutive pages with positional reads (`preadv`),
+    /// instead of page by page through the map (see `tree/overflow.rs`).
+    pub overflow_run_reads: u64,
     /// Device syncs (fsync/fdatasync) by call site name; `O_DSYNC` journal writes are counted in
     /// `journal_direct_writes`.
     pub syncs: Vec<(&'static str, u64)>,

@@ -224,3 +224,78 @@ fn commit_stats_count_pages_by_kind() {
     assert_eq!(sum(&st.pages_by_kind), st.pages as u64, "{st:?}");
     env.close().unwrap();
 }
+
+/// A value of `len` bytes that differs in every page (so a page out of place would show).
+fn patterned(len: usize, salt: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ salt).collect()
+}
+
+/// Overflow values of 8 pages or more that lie in the data file as written (consecutive pages,
+/// verified) are read with positional reads, one run per value; the others (in the page table,
+/// not yet verified since open, or shorter) page by page. Both give back the same bytes.
+#[test]
+fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
+    let dir = tmpdir("overflow_run");
+    // Every page through the journal (none written once at commit), flushed only when asked.
+    let opts = || test_opts().flusher(FlusherMode::Manual).write_once_min_pages(usize::MAX);
+    let env = Env::open(&dir, opts()).unwrap();
+    let cap = 4096 - 48;
+    // (key, length): 7 pages (too short for a run), exactly 8, 16 + 1 byte, 300 pages.
+    let sizes: [(&[u8], usize); 4] =
+        [(b"a7", 7 * cap), (b"b8", 8 * cap), (b"c17", 16 * cap + 1), (b"d300", 300 * cap - 5)];
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for (i, (k, len)) in sizes.iter().enumerate() {
+        tx.put(&t, k, patterned(*len, i as u8)).unwrap();
+    }
+    tx.commit().unwrap();
+    let runs = |env: &Env| env.stats().overflow_run_reads;
+    let read_all = |env: &Env| {
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        let mut buf = Vec::new();
+        for (i, (k, len)) in sizes.iter().enumerate() {
+            assert!(r.get_into(&t, k, &mut buf).unwrap());
+            assert!(buf == patterned(*len, i as u8), "value {} differs", String::from_utf8_lossy(k));
+        }
+    };
+    // Just committed, not flushed: the pages are the page table's, so page by page.
+    read_all(&env);
+    assert_eq!(runs(&env), 0);
+    // Flushed: this process wrote them to the file, so they count as verified: one run each for
+    // the three values of 8 pages or more.
+    env.flush().unwrap();
+    read_all(&env);
+    assert_eq!(runs(&env), 3);
+    // A snapshot taken before an update keeps reading its own version (from the page table's
+    // older image or the file); the update's own pages are the page table's until flushed.
+    let old = env.read().unwrap();
+    let mut tx = env.write().unwrap();
+    tx.put(&t, b"d300", patterned(300 * cap - 5, 99)).unwrap();
+    tx.commit().unwrap();
+    let ot = old.open_tree("t").unwrap().unwrap();
+    assert_eq!(old.get(&ot, b"d300").unwrap().unwrap().as_ref(), &patterned(300 * cap - 5, 3)[..]);
+    drop(old);
+    let r = env.read().unwrap();
+    assert_eq!(r.get(&t, b"d300").unwrap().unwrap().as_ref(), &patterned(300 * cap - 5, 99)[..]);
+    drop(r);
+    env.close().unwrap();
+    drop(env);
+
+    // Reopened: no page is verified yet, so the first read goes page by page (verifying each
+    // checksum), the second reads each long value as one run.
+    let env = Env::open(&dir, opts()).unwrap();
+    let check = |env: &Env| {
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        for (i, (k, len)) in sizes.iter().enumerate() {
+            let salt = if k == b"d300" { 99 } else { i as u8 };
+            assert!(r.get(&t, k).unwrap().unwrap().as_ref() == &patterned(*len, salt)[..]);
+        }
+    };
+    check(&env);
+    assert_eq!(runs(&env), 0);
+    check(&env);
+    assert_eq!(runs(&env), 3);
+    env.close().unwrap();
+}

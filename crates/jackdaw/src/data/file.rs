@@ -15,7 +15,7 @@
 use super::header::{Header, SLOT_WRITE};
 use super::page;
 use crate::error::IoContext;
-use crate::storage::{Mapping, StorageFile, SyncSite};
+use crate::storage::{Mapping, Split, StorageFile, SyncSite};
 use crate::sync::AtomicU64;
 use crate::sync::{Mutex, RwLock};
 use crate::{Error, Result};
@@ -99,6 +99,14 @@ impl MapState {
         }
     }
 
+    /// Whether pages `[first, first + n)` are all inside the mapping and verified already.
+    pub(crate) fn verified_run(&self, first: u64, n: u64) -> bool {
+        let Some(end) = first.checked_add(n) else { return false };
+        end <= self.pages()
+            && (first..end)
+                .all(|pgno| self.verified[(pgno / 64) as usize].load(Ordering::Acquire) & (1 << (pgno % 64)) != 0)
+    }
+
     /// Page `pgno` without verification (check(), tools).
     pub(crate) fn raw(&self, pgno: u64) -> Result<&[u8]> {
         let off = usize::try_from(pgno)
@@ -120,6 +128,8 @@ pub(crate) struct DataFile {
     grow_lock: Mutex<()>,
     /// Growth syncs done (for stats).
     pub(crate) synced_grow: AtomicU64,
+    /// Overflow values read as one run with positional reads (for stats).
+    pub(crate) run_reads: AtomicU64,
 }
 
 impl DataFile {
@@ -133,6 +143,7 @@ impl DataFile {
             map: RwLock::new(Arc::new(MapState::new(map, page_size, None))),
             grow_lock: Mutex::new(()),
             synced_grow: AtomicU64::new(0),
+            run_reads: AtomicU64::new(0),
         })
     }
 
@@ -180,6 +191,26 @@ impl DataFile {
     /// Read a page with `pread` (recovery, where the map may be stale).
     pub(crate) fn read_page(&self, pgno: u64, buf: &mut [u8]) -> Result<()> {
         self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
+    }
+
+    /// Read the consecutive pages `[first, first + count)` with one `preadv` per 512 pages: each
+    /// page's first `head` bytes into `heads`, the rest appended to `out` (only `tail` bytes of
+    /// the last page). No check of any kind: the caller knows the pages were verified
+    /// ([`MapState::verified_run`]) and checks the heads it reads.
+    pub(crate) fn read_split(
+        &self,
+        first: u64,
+        count: usize,
+        head: usize,
+        tail: usize,
+        heads: &mut [u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let off = first
+            .checked_mul(self.page_size as u64)
+            .ok_or_else(|| Error::corrupted(Some(first), "page number out of range"))?;
+        let split = Split { stride: self.page_size, head, count, tail };
+        self.file.read_split_at(off, split, heads, out).ctx("read data pages")
     }
 
     /// Write one page. Every caller writes a page image that is sealed (the commit that made it

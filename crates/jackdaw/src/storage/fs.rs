@@ -1,7 +1,7 @@
 //! The real storage backend: files on a file system.
 
 use super::sys;
-use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
+use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Split, Storage, StorageFile, SyncSite};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, IoSlice};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -89,6 +89,9 @@ impl Storage for FsStorage {
 impl StorageFile for FsFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(buf, offset)
+    }
+    fn read_split_at(&self, offset: u64, split: Split, heads: &mut [u8], out: &mut Vec<u8>) -> io::Result<()> {
+        sys::preadv_split(&self.file, offset, split, heads, out)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.file.write_all_at(buf, offset)

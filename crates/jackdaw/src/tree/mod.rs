@@ -10,6 +10,7 @@ pub(crate) mod node;
 pub(crate) mod overflow;
 
 use crate::data::page::{PageKind, PAGE_HEADER};
+use crate::data::DataFile;
 use crate::txn::{PageRef, PageTxn, Snapshot};
 use crate::{Error, Result};
 
@@ -17,6 +18,11 @@ use crate::{Error, Result};
 pub(crate) trait PageRead {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>>;
     fn page_size(&self) -> usize;
+    /// The data file, when pages `[first, first + n)` as this reader sees them are exactly the
+    /// verified bytes in it (so they may be read with positional reads); `None` otherwise.
+    fn file_run(&self, _first: u64, _n: u64) -> Option<&DataFile> {
+        None
+    }
 }
 
 /// Write access to pages (the write transaction).
@@ -35,6 +41,9 @@ impl PageRead for Snapshot {
     }
     fn page_size(&self) -> usize {
         self.core.page_size
+    }
+    fn file_run(&self, first: u64, n: u64) -> Option<&DataFile> {
+        self.view.file_run(&self.core, first, n).then_some(&self.core.data)
     }
 }
 

@@ -55,6 +55,15 @@ impl View {
         }
         Ok(PageRef::Borrowed(self.map.page(pgno)?))
     }
+
+    /// Whether this view reads pages `[first, first + n)` from the data file, every one already
+    /// verified (so a positional read returns what `page` would).
+    pub(crate) fn file_run(&self, core: &Core, first: u64, n: u64) -> bool {
+        first >= crate::data::file::FIRST_BITMAP_PAGE
+            && first.checked_add(n).is_some_and(|end| end <= self.next_page)
+            && self.map.verified_run(first, n)
+            && (first..first + n).all(|pgno| core.table.get(pgno, self.txid).is_none())
+    }
 }
 
 pub(crate) struct Snapshot {
