@@ -410,6 +410,7 @@ fn stats(core: &Arc<Core>) -> Stats {
         flushes: Counters::get(&c.flushes),
         flushed_pages: Counters::get(&c.flushed_pages),
         written_once_pages: Counters::get(&c.written_once_pages),
+        spilled_pages: Counters::get(&c.spilled_pages),
         overflow_run_reads: core.data.run_reads.load(Ordering::Relaxed),
         syncs: crate::storage::SyncSite::ALL
             .iter()

@@ -103,6 +103,12 @@ impl Clock for ManualClock {
 /// - `flusher`: [`FlusherMode::Background`];
 /// - `write_once_min_pages`: 64: a transaction with at least this many pages that no snapshot or
 ///   recovery can need writes them straight to the data file (0 disables the path);
+/// - `max_dirty_pages`: 8192 (32 MiB of 4 KiB pages): when a write transaction holds this many
+///   dirty pages, it writes the least recently changed half of the pages it appended (past the
+///   committed high-water mark, so no snapshot or recovery can need them) straight to the data
+///   file, as pages written once (synced at commit), and reuses their buffers: a big transaction
+///   (a bulk load) needs bounded memory. A spilled page changed again is read back. 0 disables
+///   spilling (so does `write_once_min_pages` 0);
 /// - `flush_log`: off (when on, each journal write and each flush prints one line to stderr:
 ///   pages, bytes, time and pages by kind — leaves, branches, overflow, free-space maps, meta);
 /// - `storage`: the real file system ([`FsStorage`]);
@@ -119,6 +125,7 @@ pub struct Options {
     pub(crate) free_space: FreeSpacePolicy,
     pub(crate) flusher: FlusherMode,
     pub(crate) write_once_min_pages: usize,
+    pub(crate) max_dirty_pages: usize,
     pub(crate) flush_log: bool,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -137,6 +144,7 @@ impl Default for Options {
             free_space: FreeSpacePolicy::Reuse,
             flusher: FlusherMode::Background,
             write_once_min_pages: 64,
+            max_dirty_pages: 8192,
             flush_log: false,
             storage: Arc::new(FsStorage),
             clock: Arc::new(SystemClock::default()),
@@ -184,6 +192,10 @@ impl Options {
     }
     pub fn write_once_min_pages(mut self, n: usize) -> Self {
         self.write_once_min_pages = n;
+        self
+    }
+    pub fn max_dirty_pages(mut self, n: usize) -> Self {
+        self.max_dirty_pages = n;
         self
     }
     pub fn flush_log(mut self, on: bool) -> Self {

@@ -18,6 +18,7 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub flushed_pages: AtomicU64,
     pub written_once_pages: AtomicU64,
+    pub spilled_pages: AtomicU64,
     pub syncs: [AtomicU64; SyncSite::ALL.len()],
 }
 
@@ -80,6 +81,9 @@ pub struct CommitStats {
     pub pages: usize,
     /// Pages written straight to the data file ("written once").
     pub written_once_pages: usize,
+    /// Page writes done before commit by spilling (`Options::max_dirty_pages`); a page spilled,
+    /// changed again and spilled again counts twice.
+    pub spilled_pages: usize,
     /// `pages` by kind (pages streamed in by `put_reader` count as overflow).
     pub pages_by_kind: PagesByKind,
     /// Journal payload as full page images would take it.
@@ -134,6 +138,8 @@ pub struct Stats {
     pub flushes: u64,
     pub flushed_pages: u64,
     pub written_once_pages: u64,
+    /// Page writes done by write transactions before commit, spilling (see `CommitStats`).
+    pub spilled_pages: u64,
     /// Overflow values read as one run of consecutive pages with positional reads (`preadv`),
     /// instead of page by page through the map (see `tree/overflow.rs`).
     pub overflow_run_reads: u64,

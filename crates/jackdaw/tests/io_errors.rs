@@ -47,6 +47,7 @@ fn opts(s: Arc<dyn Storage>) -> Options {
         .flusher(FlusherMode::Manual)
         .journal_file_bytes(64 << 10)
         .write_once_min_pages(4)
+        .max_dirty_pages(16)
         .journal_files_kept(1)
 }
 

@@ -40,7 +40,11 @@ const META: &str = "meta";
 const KILLS: u64 = 400;
 
 fn opts(flusher: &str) -> Options {
-    let o = Options::default().journal_file_bytes(64 << 10).journal_files_kept(2).write_once_min_pages(8);
+    let o = Options::default()
+        .journal_file_bytes(64 << 10)
+        .journal_files_kept(2)
+        .write_once_min_pages(8)
+        .max_dirty_pages(32);
     match flusher {
         "background" => {
             o.flusher(FlusherMode::Background).flush_threshold_bytes(96 << 10).flush_idle(Duration::from_millis(3))

@@ -299,3 +299,88 @@ fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
     assert_eq!(runs(&env), 3);
     env.close().unwrap();
 }
+
+/// A transaction bigger than `max_dirty_pages` spills the pages it appended to the data file and
+/// reads back (and writes again) those it changes after: sequential and random bulk loads, an
+/// aborted one, and spilling turned off all leave exactly the model, also after reopen.
+#[test]
+fn big_transactions_spill_and_read_back_their_pages() {
+    let dir = tmpdir("spill");
+    let seed = seed();
+    let mut rng = Rng(seed);
+    let opts = |max: usize| test_opts().flusher(FlusherMode::Manual).max_dirty_pages(max);
+    let env = Env::open(&dir, opts(64)).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let value = |k: u64| format!("value of {k} ").repeat(1 + (k % 7) as usize).into_bytes();
+
+    // Sequential: leaves left behind are never changed again.
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for k in 0..20_000u64 {
+        let key = format!("{k:012}").into_bytes();
+        tx.put(&t, &key, value(k)).unwrap();
+        model.insert(key, value(k));
+    }
+    let st = tx.commit().unwrap();
+    assert!(st.spilled_pages > 64, "{st:?}");
+    assert!(st.written_once_pages >= st.pages_by_kind.leaf as usize / 2, "{st:?}");
+
+    // Random order, overwriting and deleting too: spilled leaves keep changing (read back).
+    let mut tx = env.write().unwrap();
+    for _ in 0..20_000 {
+        let k = rng.below(40_000);
+        let key = format!("{k:012}").into_bytes();
+        if rng.below(5) == 0 {
+            tx.delete(&t, &key).unwrap();
+            model.remove(&key);
+        } else {
+            tx.put(&t, &key, value(k + 1)).unwrap();
+            model.insert(key, value(k + 1));
+        }
+    }
+    // A value of 100 overflow pages, in memory, then streamed: both written once.
+    tx.put(&t, b"big", vec![5u8; 400_000]).unwrap();
+    model.insert(b"big".to_vec(), vec![5u8; 400_000]);
+    tx.put_reader(&t, b"streamed", 300_000, &vec![6u8; 300_000][..]).unwrap();
+    model.insert(b"streamed".to_vec(), vec![6u8; 300_000]);
+    let st = tx.commit().unwrap();
+    assert!(st.spilled_pages > 0, "{st:?}");
+
+    // Aborted after spilling: nothing of it is seen, and the next transaction reuses its pages.
+    let mut tx = env.write().unwrap();
+    for k in 100_000..120_000u64 {
+        tx.put(&t, format!("{k:012}"), value(k)).unwrap();
+    }
+    drop(tx);
+    let same = |env: &Env, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = r
+            .range::<[u8], _>(&t, ..)
+            .unwrap()
+            .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            got.len() == model.len() && got.iter().zip(model).all(|(a, b)| a.0 == *b.0 && a.1 == *b.1),
+            "seed {seed}: contents differ from the model"
+        );
+        env.check().unwrap();
+    };
+    same(&env, &model);
+    env.flush().unwrap();
+    env.close().unwrap();
+    drop(env);
+
+    // Reopened with spilling off: the same contents, and a big transaction spills nothing.
+    let env = Env::open(&dir, opts(0)).unwrap();
+    same(&env, &model);
+    let mut tx = env.write().unwrap();
+    for k in 200_000..210_000u64 {
+        tx.put(&t, format!("{k:012}"), value(k)).unwrap();
+        model.insert(format!("{k:012}").into_bytes(), value(k));
+    }
+    assert_eq!(tx.commit().unwrap().spilled_pages, 0);
+    same(&env, &model);
+    env.close().unwrap();
+}

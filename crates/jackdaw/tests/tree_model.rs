@@ -551,6 +551,8 @@ struct Cov {
     commits_with_depth_2: AtomicU64,
     commits_with_depth_3: AtomicU64,
     max_depth: AtomicU64,
+    /// Pages spilled by committed transactions (`max_dirty_pages` 16 in the small setups).
+    spilled_pages: AtomicU64,
 }
 
 impl Cov {
@@ -611,6 +613,8 @@ impl Harness {
             .flusher(setup.flusher)
             .free_space(if setup.append_only { FreeSpacePolicy::AppendOnly } else { FreeSpacePolicy::Reuse })
             .write_once_min_pages(if setup.write_once_small { 4 } else { 64 })
+            // With pages written once from 4 up, transactions also spill from 16 dirty pages.
+            .max_dirty_pages(if setup.write_once_small { 16 } else { 8192 })
     }
 
     fn new(setup: Setup, cov: &'static Cov) -> Harness {
@@ -1087,7 +1091,8 @@ impl Harness {
             Op::Commit => {
                 self.begin();
                 let tx = self.tx.take().unwrap();
-                tx.commit().unwrap();
+                let st = tx.commit().unwrap();
+                Cov::add(&self.cov.spilled_pages, st.spilled_pages as u64);
                 self.committed = self.staged.clone();
                 self.created_in_tx.clear();
                 self.check("commit");
@@ -1605,6 +1610,10 @@ fn seeded_driver(name: &str, profile: Profile, runs: u64, ops: (u64, u64)) {
         run_case(setup, &ops, cov);
     }
     cov.print(name);
+    if runs > 1 {
+        // The small setups spill (16 dirty pages): those paths must have run.
+        assert!(cov.spilled_pages.load(Relaxed) > 0, "{name}: no transaction spilled");
+    }
 }
 
 #[test]

@@ -63,17 +63,25 @@ pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
 }
 
 /// Write `value` as a chain of dirty pages; returns the first page and the page count.
+/// Each page is filled as soon as it is allocated and linked from the one before when the next
+/// is allocated, so a transaction that spills (see `txn/write.rs`) writes full pages, once.
 pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
     let cap = capacity(w.page_size());
     let chunks: Vec<&[u8]> = if value.is_empty() { vec![&[][..]] } else { value.chunks(cap).collect() };
-    let pages: Vec<u64> = (0..chunks.len()).map(|_| w.alloc(PageKind::Overflow)).collect::<Result<_>>()?;
-    for (i, c) in chunks.iter().enumerate() {
-        let next = pages.get(i + 1).copied().unwrap_or(0);
-        let p = w.page_mut(pages[i])?;
-        set_link(p, next, c.len());
+    let mut first = 0;
+    let mut prev: Option<(u64, usize)> = None;
+    for c in &chunks {
+        let pg = w.alloc(PageKind::Overflow)?;
+        let p = w.page_mut(pg)?;
+        set_link(p, 0, c.len());
         p[DATA_AT..DATA_AT + c.len()].copy_from_slice(c);
+        match prev {
+            Some((pp, len)) => set_link(w.page_mut(pp)?, pg, len),
+            None => first = pg,
+        }
+        prev = Some((pg, c.len()));
     }
-    Ok((pages[0], pages.len() as u64))
+    Ok((first, chunks.len() as u64))
 }
 
 /// Stream `len` bytes from `r` into pages written straight to the data file (never more than one

@@ -203,7 +203,7 @@ impl PageTable {
     }
 
     /// Return the buffers of dropped versions that nothing else holds to the pool.
-    fn recycle(&self, dropped: Vec<PageBuf>) {
+    pub(crate) fn recycle(&self, dropped: Vec<PageBuf>) {
         let mut pool = self.pool.lock();
         for mut b in dropped {
             if pool.len() >= POOL_MAX {

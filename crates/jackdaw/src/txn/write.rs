@@ -9,6 +9,9 @@
 //!    journaled as a diff against zeros).
 //! 3. Abort (or drop) discards dirty pages and the local free counts: the committed allocator
 //!    state is only replaced at commit.
+//! 4. A page is either dirty (in memory) or spilled/streamed (written to the data file by this
+//!    transaction, `streamed`), never both; only pages at or past the base `next_page` are ever
+//!    spilled or streamed (no snapshot, no earlier record and no recovery can read them there).
 
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
 use super::core::{Committed, Core, TxRecord};
@@ -34,6 +37,16 @@ struct Dirty {
     /// second lookup); `None` when it came from the data file, which cannot change under the
     /// writer for a page with no version in the table (invariant 2 of `page_table.rs`).
     held: Option<PageBuf>,
+    /// The transaction's clock at the last `page_mut` or allocation (spilling takes the oldest).
+    touched: u64,
+}
+
+/// A page this transaction already wrote to the data file (streamed in, or spilled).
+#[derive(Clone, Copy)]
+struct Streamed {
+    /// Its checksum, which the journal record carries.
+    sum: u64,
+    kind: Option<PageKind>,
 }
 
 /// The page level of the single write transaction. Dropping it without `commit` aborts it.
@@ -46,10 +59,21 @@ pub(crate) struct PageTxn {
     free: Vec<u64>,
     geom: Geometry,
     durability: Durability,
-    /// Pages already written straight to the data file by `write_once` (number, checksum).
-    streamed: PgnoMap<u64>,
+    /// Pages already written straight to the data file by `write_once` or `spill`.
+    streamed: PgnoMap<Streamed>,
     /// A mapping that covers the streamed pages (they are read back through it).
     streamed_map: Option<Arc<crate::data::MapState>>,
+    /// Counts `page_mut` calls and allocations (`Dirty::touched`).
+    clock: u64,
+    /// Spill when this many pages are dirty (see `spill`); 0: never.
+    spill_at: usize,
+    /// Pages written by `spill` so far.
+    spilled: u64,
+    /// Dirty pages held before spilling (`max_dirty_pages`, doubled when spilling thrashes).
+    limit: usize,
+    /// Pages the last spill wrote, and spilled pages changed again since then.
+    last_spill: u64,
+    reloaded: u64,
 }
 
 impl PageTxn {
@@ -83,6 +107,12 @@ impl PageTxn {
             durability: core.opts.durability,
             streamed: PgnoMap::default(),
             streamed_map: None,
+            clock: 0,
+            spill_at: if core.opts.write_once_min_pages == 0 { 0 } else { core.opts.max_dirty_pages },
+            spilled: 0,
+            limit: core.opts.max_dirty_pages,
+            last_spill: 0,
+            reloaded: 0,
         })
     }
 
@@ -123,19 +153,36 @@ impl PageTxn {
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
     /// header, which commit stamps; callers own the rest.
     pub(crate) fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+        self.clock += 1;
+        let touched = self.clock;
         let d = match self.dirty.entry(pgno) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let d = e.into_mut();
+                d.touched = touched;
+                d
+            }
             std::collections::hash_map::Entry::Vacant(e) => {
-                if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
-                    return Err(Error::Invalid(format!("page {pgno} is not an allocated page of this transaction")));
+                if let Some(m) = self.streamed_map.as_ref().filter(|_| self.streamed.contains_key(&pgno)) {
+                    // Spilled (or streamed) earlier in this transaction: back into memory; it is
+                    // written again at commit (invariant 4).
+                    let buf = self.core.table.copy_of(m.raw(pgno)?);
+                    self.streamed.remove(&pgno);
+                    self.reloaded += 1;
+                    e.insert(Dirty { buf, fresh: true, held: None, touched })
+                } else {
+                    if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
+                        return Err(Error::Invalid(format!(
+                            "page {pgno} is not an allocated page of this transaction"
+                        )));
+                    }
+                    let base = self.base.page(&self.core, pgno)?;
+                    let buf = self.core.table.copy_of(&base);
+                    let held = match base {
+                        PageRef::Held(b) => Some(b),
+                        PageRef::Borrowed(_) => None,
+                    };
+                    e.insert(Dirty { buf, fresh: false, held, touched })
                 }
-                let base = self.base.page(&self.core, pgno)?;
-                let buf = self.core.table.copy_of(&base);
-                let held = match base {
-                    PageRef::Held(b) => Some(b),
-                    PageRef::Borrowed(_) => None,
-                };
-                e.insert(Dirty { buf, fresh: false, held })
             }
         };
         unique(&mut d.buf)
@@ -151,10 +198,83 @@ impl PageTxn {
             },
             FreeSpacePolicy::AppendOnly => self.append()?,
         };
+        if self.spill_at > 0 && self.dirty.len() >= self.spill_at {
+            self.spill()?;
+        }
         let mut buf = self.core.table.zeroed(self.core.page_size);
         page::init(unique(&mut buf)?, pgno, kind);
-        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None });
+        self.clock += 1;
+        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None, touched: self.clock });
         Ok(pgno)
+    }
+
+    /// Write the least recently changed half of the dirty pages that are spillable (appended by
+    /// this transaction past the base `next_page`; not free-space maps) straight to the data file,
+    /// sealed, as pages written once (invariant 4; synced at commit like streamed pages), and
+    /// return their buffers to the pool. When few pages could go, the next attempt waits until
+    /// the dirty set has grown by half, so a transaction of copied (not spillable) pages does not
+    /// rescan them at every allocation. When more than a quarter of the pages the last spill
+    /// wrote were changed again since (a bulk load in random order, where every leaf keeps
+    /// changing), the limit doubles instead: spilling would write the same pages over and over.
+    fn spill(&mut self) -> Result<()> {
+        if self.last_spill > 0 && self.reloaded * 4 > self.last_spill {
+            self.limit = self.limit.saturating_mul(2);
+        }
+        self.reloaded = 0;
+        let max = self.limit;
+        if self.dirty.len() < max {
+            self.spill_at = max;
+            return Ok(());
+        }
+        let keep = max / 2;
+        let first = self.base.next_page;
+        let mut cand: Vec<(u64, u64)> = self
+            .dirty
+            .iter()
+            .filter(|(p, d)| {
+                **p >= first && d.fresh && !matches!(page::page_kind(&d.buf), Some(PageKind::FreeMap | PageKind::Meta))
+            })
+            .map(|(p, d)| (d.touched, *p))
+            .collect();
+        let n = self.dirty.len().saturating_sub(keep).min(cand.len());
+        if n > 0 {
+            cand.select_nth_unstable(n - 1);
+            let mut pgnos: Vec<u64> = cand[..n].iter().map(|c| c.1).collect();
+            pgnos.sort_unstable();
+            let core = self.core.clone();
+            let txid = self.base.txid + 1;
+            let last = pgnos[n - 1];
+            core.data.ensure_pages(last + 1).inspect_err(|e| {
+                if matches!(e, Error::Poisoned(_)) {
+                    core.poison(e)
+                }
+            })?;
+            let mut bufs: Vec<PageBuf> = Vec::with_capacity(n);
+            for p in &pgnos {
+                let Some(mut d) = self.dirty.remove(p) else { continue };
+                page::seal(unique(&mut d.buf)?, *p, txid);
+                let st = Streamed { sum: page::stored_checksum(&d.buf), kind: page::page_kind(&d.buf) };
+                self.streamed.insert(*p, st);
+                bufs.push(d.buf);
+            }
+            let mut i = 0;
+            while i < pgnos.len() {
+                let mut j = i + 1;
+                while j < pgnos.len() && pgnos[j] == pgnos[j - 1] + 1 && j - i < 1024 {
+                    j += 1;
+                }
+                let slices: Vec<IoSlice<'_>> = bufs[i..j].iter().map(|b| IoSlice::new(b)).collect();
+                core.data.write_pages(pgnos[i], &slices).inspect_err(|e| core.poison(e))?;
+                i = j;
+            }
+            self.streamed_map = Some(core.data.map());
+            self.spilled += n as u64;
+            self.last_spill = n as u64;
+            Counters::add(&core.counters.spilled_pages, n as u64);
+            core.table.recycle(bufs);
+        }
+        self.spill_at = max.max(self.dirty.len() + self.dirty.len() / 2);
+        Ok(())
     }
 
     fn take_free(&mut self) -> Result<Option<u64>> {
@@ -188,7 +308,7 @@ impl PageTxn {
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);
             page::init(unique(&mut buf)?, bp, PageKind::FreeMap);
-            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None });
+            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None, touched: self.clock });
             self.free.push(0);
             self.next_page += 1;
         }
@@ -237,7 +357,7 @@ impl PageTxn {
             }
         })?;
         core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
-        self.streamed.insert(pgno, page::stored_checksum(buf));
+        self.streamed.insert(pgno, Streamed { sum: page::stored_checksum(buf), kind: Some(PageKind::Overflow) });
         self.streamed_map = Some(core.data.map());
         Ok(())
     }
@@ -304,7 +424,10 @@ impl PageTxn {
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
         pgnos.sort_unstable();
         // Seal every page, counting them by kind on the way (one pass over the dirty pages).
-        let mut kinds = PagesByKind { overflow: self.streamed.len() as u64, ..PagesByKind::default() };
+        let mut kinds = PagesByKind::default();
+        for s in self.streamed.values() {
+            kinds.count(s.kind);
+        }
         for (p, d) in self.dirty.iter_mut() {
             page::seal(unique(&mut d.buf)?, *p, txid);
             kinds.count(page::page_kind(&d.buf));
@@ -318,7 +441,7 @@ impl PageTxn {
         })?;
         let once = self.write_once_at_commit(&pgnos)?;
         let mut payload = PayloadBuilder::default();
-        let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, *s)).collect();
+        let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
         streamed.sort_unstable();
         for (p, sum) in streamed {
             payload.add_written_once(p, sum, core.page_size);
@@ -339,6 +462,7 @@ impl PageTxn {
             txid,
             pages: pgnos.len() + self.streamed.len(),
             written_once_pages: once.len() + self.streamed.len(),
+            spilled_pages: self.spilled as usize,
             pages_by_kind: kinds,
             journal_bytes_full: payload.full_bytes,
             journal_bytes_raw: payload.buf.len() as u64,
