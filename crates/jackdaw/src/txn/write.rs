@@ -249,13 +249,13 @@ impl PageTxn {
                     core.poison(e)
                 }
             })?;
-            let mut bufs: Vec<PageBuf> = Vec::with_capacity(n);
+            // Seal and write while the pages are still dirty; only once every write returned do
+            // they move to `streamed` (invariant 4), so a failure leaves them dirty (and the
+            // environment poisoned), never named as written without being written.
             for p in &pgnos {
-                let Some(mut d) = self.dirty.remove(p) else { continue };
-                page::seal(unique(&mut d.buf)?, *p, txid);
-                let st = Streamed { sum: page::stored_checksum(&d.buf), kind: page::page_kind(&d.buf) };
-                self.streamed.insert(*p, st);
-                bufs.push(d.buf);
+                if let Some(d) = self.dirty.get_mut(p) {
+                    page::seal(unique(&mut d.buf)?, *p, txid);
+                }
             }
             let mut i = 0;
             while i < pgnos.len() {
@@ -263,9 +263,21 @@ impl PageTxn {
                 while j < pgnos.len() && pgnos[j] == pgnos[j - 1] + 1 && j - i < 1024 {
                     j += 1;
                 }
-                let slices: Vec<IoSlice<'_>> = bufs[i..j].iter().map(|b| IoSlice::new(b)).collect();
+                let slices: Vec<IoSlice<'_>> =
+                    pgnos[i..j].iter().filter_map(|p| self.dirty.get(p)).map(|d| IoSlice::new(&d.buf)).collect();
+                if slices.len() != j - i {
+                    return Err(Error::Invalid("internal: a page to spill is not dirty".into()));
+                }
                 core.data.write_pages(pgnos[i], &slices).inspect_err(|e| core.poison(e))?;
                 i = j;
+            }
+            let mut bufs: Vec<PageBuf> = Vec::with_capacity(n);
+            for p in &pgnos {
+                if let Some(d) = self.dirty.remove(p) {
+                    let st = Streamed { sum: page::stored_checksum(&d.buf), kind: page::page_kind(&d.buf) };
+                    self.streamed.insert(*p, st);
+                    bufs.push(d.buf);
+                }
             }
             self.streamed_map = Some(core.data.map());
             self.spilled += n as u64;
