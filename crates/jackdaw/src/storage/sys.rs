@@ -123,7 +123,7 @@ pub(crate) fn preadv_split(
         let mut n = n as usize;
         off += n as u64;
         // Skip the iovecs read whole; shorten the one read in part.
-        while n > 0 {
+        while n > 0 && at < iov.len() {
             let v = &mut iov[at];
             if n >= v.iov_len {
                 n -= v.iov_len;
