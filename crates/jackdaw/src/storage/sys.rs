@@ -56,17 +56,8 @@ pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) ->
         // SAFETY: every iovec points into a live borrowed slice of `bufs` for the duration of the
         // call, and the kernel only reads from them; the fd is owned by `file`.
         let n = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, off) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "pwritev wrote nothing"));
-        }
-        done += n as usize;
+        let Some(n) = moved(n, io::ErrorKind::WriteZero, "pwritev wrote nothing")? else { continue };
+        done += n;
         offset += n as u64;
     }
     Ok(())
@@ -110,17 +101,9 @@ pub(crate) fn preadv_split(
         // SAFETY: every iovec points into `heads` or into the reserved spare capacity of `out`
         // (bounds above), both exclusively borrowed for the call; the kernel writes only there.
         let n = unsafe { libc::preadv(file.as_raw_fd(), iov[at..].as_ptr(), n_iov as libc::c_int, o) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "preadv past the end of the file"));
-        }
-        let mut n = n as usize;
+        let Some(mut n) = moved(n, io::ErrorKind::UnexpectedEof, "preadv past the end of the file")? else {
+            continue;
+        };
         off += n as u64;
         // Skip the iovecs read whole; shorten the one read in part.
         while n > 0 && at < iov.len() {
@@ -140,6 +123,23 @@ pub(crate) fn preadv_split(
     // after `base` (all inside the reserved capacity) were written by the kernel.
     unsafe { out.set_len(base + total) };
     Ok(())
+}
+
+/// What a vectored positional call returned: `Some(bytes)` (> 0), `None` to retry after `EINTR`,
+/// the OS error, or `zero` when it moved nothing.
+fn moved(n: isize, zero: io::ErrorKind, what: &'static str) -> io::Result<Option<usize>> {
+    match n {
+        0 => Err(io::Error::new(zero, what)),
+        n if n > 0 => Ok(Some(n as usize)),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
 }
 
 /// `fallocate(0, 0, len)`: reserve blocks so that a full disk fails here.

@@ -257,20 +257,7 @@ impl PageTxn {
                     page::seal(unique(&mut d.buf)?, *p, txid);
                 }
             }
-            let mut i = 0;
-            while i < pgnos.len() {
-                let mut j = i + 1;
-                while j < pgnos.len() && pgnos[j] == pgnos[j - 1] + 1 && j - i < 1024 {
-                    j += 1;
-                }
-                let slices: Vec<IoSlice<'_>> =
-                    pgnos[i..j].iter().filter_map(|p| self.dirty.get(p)).map(|d| IoSlice::new(&d.buf)).collect();
-                if slices.len() != j - i {
-                    return Err(Error::Invalid("internal: a page to spill is not dirty".into()));
-                }
-                core.data.write_pages(pgnos[i], &slices).inspect_err(|e| core.poison(e))?;
-                i = j;
-            }
+            self.write_dirty(&pgnos)?;
             let mut bufs: Vec<PageBuf> = Vec::with_capacity(n);
             for p in &pgnos {
                 if let Some(d) = self.dirty.remove(p) {
@@ -286,6 +273,27 @@ impl PageTxn {
             core.table.recycle(bufs);
         }
         self.spill_at = max.max(self.dirty.len() + self.dirty.len() / 2);
+        Ok(())
+    }
+
+    /// Write the dirty pages `pgnos` (sorted, sealed) to the data file, one `pwritev` per run of
+    /// up to 1,024 consecutive page numbers. A failed write poisons the environment.
+    fn write_dirty(&self, pgnos: &[u64]) -> Result<()> {
+        let core = &self.core;
+        let mut i = 0;
+        while i < pgnos.len() {
+            let mut j = i + 1;
+            while j < pgnos.len() && pgnos[j] == pgnos[j - 1] + 1 && j - i < 1024 {
+                j += 1;
+            }
+            let slices: Vec<IoSlice<'_>> =
+                pgnos[i..j].iter().filter_map(|p| self.dirty.get(p)).map(|d| IoSlice::new(&d.buf)).collect();
+            if slices.len() != j - i {
+                return Err(Error::Invalid("internal: a page to write once is not dirty".into()));
+            }
+            core.data.write_pages(pgnos[i], &slices).inspect_err(|e| core.poison(e))?;
+            i = j;
+        }
         Ok(())
     }
 
@@ -390,17 +398,7 @@ impl PageTxn {
         };
         if eligible.len() >= min.max(1) {
             // Already sealed by `prepare`.
-            let mut i = 0;
-            while i < eligible.len() {
-                let mut j = i + 1;
-                while j < eligible.len() && eligible[j] == eligible[j - 1] + 1 && j - i < 1024 {
-                    j += 1;
-                }
-                let slices: Vec<IoSlice<'_>> =
-                    eligible[i..j].iter().map(|p| IoSlice::new(&self.dirty[p].buf)).collect();
-                core.data.write_pages(eligible[i], &slices).inspect_err(|e| core.poison(e))?;
-                i = j;
-            }
+            self.write_dirty(&eligible)?;
             once.extend(eligible);
         }
         if !once.is_empty() || !self.streamed.is_empty() {
