@@ -81,13 +81,16 @@ impl MapState {
     /// Page `pgno`, verified the first time it is read through this mapping.
     pub(crate) fn page(&self, pgno: u64) -> Result<&[u8]> {
         let bytes = self.raw(pgno)?;
-        let (w, bit) = ((pgno / 64) as usize, 1u64 << (pgno % 64));
-        let word = &self.verified[w];
-        if word.load(Ordering::Acquire) & bit == 0 {
+        if !self.is_verified(pgno) {
             page::verify(bytes, pgno)?;
-            word.fetch_or(bit, Ordering::AcqRel);
+            self.mark_verified(pgno, 1);
         }
         Ok(bytes)
+    }
+
+    /// Whether page `pgno` was verified through this mapping (false past the mapping).
+    fn is_verified(&self, pgno: u64) -> bool {
+        self.verified.get((pgno / 64) as usize).is_some_and(|w| w.load(Ordering::Acquire) & (1 << (pgno % 64)) != 0)
     }
 
     /// Mark pages `[first, first + n)` as verified: their bytes in the file are sealed images this
@@ -102,9 +105,7 @@ impl MapState {
     /// Whether pages `[first, first + n)` are all inside the mapping and verified already.
     pub(crate) fn verified_run(&self, first: u64, n: u64) -> bool {
         let Some(end) = first.checked_add(n) else { return false };
-        end <= self.pages()
-            && (first..end)
-                .all(|pgno| self.verified[(pgno / 64) as usize].load(Ordering::Acquire) & (1 << (pgno % 64)) != 0)
+        end <= self.pages() && (first..end).all(|pgno| self.is_verified(pgno))
     }
 
     /// Page `pgno` without verification (check(), tools).

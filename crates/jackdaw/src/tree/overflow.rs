@@ -49,13 +49,20 @@ fn set_link(p: &mut [u8], next: u64, len: usize) {
     p[PAGE_HEADER + 8..PAGE_HEADER + 12].copy_from_slice(&(len as u32).to_le_bytes());
 }
 
+/// The link fields (next, len) of an overflow page or page head, unchecked; `None` when `p` is
+/// too short to hold them.
+fn link_fields(p: &[u8]) -> Option<(u64, usize)> {
+    let next = p.get(PAGE_HEADER..PAGE_HEADER + 8)?.try_into().ok()?;
+    let len = p.get(PAGE_HEADER + 8..PAGE_HEADER + 12)?.try_into().ok()?;
+    Some((u64::from_le_bytes(next), u32::from_le_bytes(len) as usize))
+}
+
 /// The link of an overflow page: (next, len), checked.
 pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
     if page::page_kind(p) != Some(PageKind::Overflow) {
         return Err(Error::corrupted(Some(pgno), "expected an overflow page"));
     }
-    let next = u64::from_le_bytes(p[PAGE_HEADER..PAGE_HEADER + 8].try_into().expect("8"));
-    let len = u32::from_le_bytes(p[PAGE_HEADER + 8..PAGE_HEADER + 12].try_into().expect("4")) as usize;
+    let (next, len) = link_fields(p).ok_or_else(|| Error::corrupted(Some(pgno), "overflow page too short"))?;
     if len > p.len() - DATA_AT {
         return Err(Error::corrupted(Some(pgno), "overflow page length past the page"));
     }
@@ -197,8 +204,7 @@ fn read_run(file: &DataFile, ps: usize, first: u64, n: u64, total: usize, out: &
         let last = i + 1 == count;
         page::page_no(h) == pgno
             && page::page_kind(h) == Some(PageKind::Overflow)
-            && h[PAGE_HEADER..PAGE_HEADER + 8] == (if last { 0 } else { pgno + 1 }).to_le_bytes()
-            && h[PAGE_HEADER + 8..PAGE_HEADER + 12] == (if last { tail } else { cap } as u32).to_le_bytes()
+            && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
     });
     if laid_out {
         file.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
