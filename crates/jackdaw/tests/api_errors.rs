@@ -13,20 +13,8 @@ use std::io::Read;
 const MAX_KEY: usize = 2001;
 
 /// A test directory, removed when dropped.
-struct TmpDir(std::path::PathBuf);
-impl Drop for TmpDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-impl AsRef<std::path::Path> for TmpDir {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
 fn open(name: &str) -> (TmpDir, Env) {
-    let dir = TmpDir(tmpdir(name));
+    let dir = tmpdir(name);
     let env = Env::open(&dir, test_opts()).unwrap();
     (dir, env)
 }
@@ -409,7 +397,7 @@ fn tree_handle_of_another_env_is_invalid() {
 
 #[test]
 fn bad_options_and_raw_page_arguments_are_invalid() {
-    let dir = TmpDir(tmpdir("err-options"));
+    let dir = tmpdir("err-options");
     is_invalid(Env::open(&dir, Options::default().page_size(1000)).map(|_| ()), "page size 1000");
     is_invalid(Env::open(&dir, Options::default().page_size(6000)).map(|_| ()), "page size 6000");
     is_invalid(Env::open(&dir, Options::default().page_size(1 << 17)).map(|_| ()), "page size 128 KiB");
@@ -430,7 +418,7 @@ fn bad_options_and_raw_page_arguments_are_invalid() {
 
 #[test]
 fn pinned_page_versions_over_the_cap_refuse_new_writers() {
-    let dir = TmpDir(tmpdir("err-pinned"));
+    let dir = tmpdir("err-pinned");
     let env = Env::open(&dir, test_opts().max_pinned_bytes(1).flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();

@@ -14,7 +14,6 @@ mod common;
 
 use common::*;
 use jackdaw::{Env, Error, FlusherMode, PageKind, Tree, WriteTxn, PAGE_HEADER};
-use std::path::PathBuf;
 
 const PS: usize = 4096;
 const META: u64 = 3;
@@ -154,19 +153,10 @@ fn overflow_of(tx: &WriteTxn, d: &Desc, key: &[u8]) -> (u64, u64, u64) {
 // The database.
 
 struct Db {
-    dir: PathBuf,
     env: Env,
     t: Tree,
     /// Dropped last: removes the directory.
-    _cleanup: TmpDir,
-}
-
-/// Removes its directory when dropped.
-struct TmpDir(PathBuf);
-impl Drop for TmpDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    dir: TmpDir,
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -201,7 +191,7 @@ fn build(name: &str) -> Db {
     assert_eq!((d.entries, d.depth, d.leaf_pages, d.overflow_pages), (N as u64 + 1, 2, st.leaf_pages, 3));
     assert_eq!(leaves(&tx, &d).len() as u64, st.leaf_pages);
     drop(tx);
-    Db { _cleanup: TmpDir(dir.clone()), dir, env, t }
+    Db { env, t, dir }
 }
 
 /// Whether `reason` names page `pg` ("page 57" or "page Some(57)", not "page 571").

@@ -27,20 +27,21 @@ const KINDS: [Kind; 2] = [Kind::Disk, Kind::Mem];
 /// A database directory on one of the backends.
 #[derive(Clone, Debug)]
 enum Db {
-    Disk(PathBuf),
+    Disk(Arc<TmpDir>),
     Mem(MemStorage, PathBuf),
 }
 
 impl Db {
     fn new(kind: Kind, name: &str) -> Db {
         match kind {
-            Kind::Disk => Db::Disk(tmpdir(name)),
+            Kind::Disk => Db::Disk(Arc::new(tmpdir(name))),
             Kind::Mem => Db::Mem(MemStorage::new(), PathBuf::from(format!("/mem/{name}"))),
         }
     }
     fn dir(&self) -> &Path {
         match self {
-            Db::Disk(d) | Db::Mem(_, d) => d,
+            Db::Disk(d) => d,
+            Db::Mem(_, d) => d,
         }
     }
     fn opts(&self) -> Options {
@@ -98,14 +99,14 @@ impl Db {
             Db::Disk(d) => {
                 let to = tmpdir(name);
                 copy_dir(d, &to);
-                Db::Disk(to)
+                Db::Disk(Arc::new(to))
             }
             Db::Mem(m, d) => Db::Mem(m.deep_clone(), d.clone()),
         }
     }
     fn remove(&self) {
         if let Db::Disk(d) = self {
-            let _ = std::fs::remove_dir_all(d);
+            let _ = std::fs::remove_dir_all::<&Path>(d);
         }
     }
 }

@@ -21,7 +21,7 @@ use gate::{GatedStorage, Point, ReleaseOnDrop};
 use jackdaw::storage::SyncSite;
 use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn, PAGE_HEADER};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -150,7 +150,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
     gs.gate.arm(Point::AnySync);
     let know = Arc::new(Mutex::new(Knowledge { states: BTreeMap::from([(0, Model::new())]), durable: 0 }));
     let done = Arc::new(AtomicBool::new(false));
-    let (d, g, kn, dn) = (dir.clone(), gs.clone(), know.clone(), done.clone());
+    let (d, g, kn, dn) = (dir.to_path_buf(), gs.clone(), know.clone(), done.clone());
     let worker = std::thread::spawn(move || {
         struct Done(Arc<AtomicBool>);
         impl Drop for Done {
@@ -303,7 +303,7 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         let e = env.clone();
         let flush = std::thread::spawn(move || e.flush());
         assert!(gs.gate.wait_blocked(DEADLINE));
-        let img: PathBuf = tmpdir("midflush-img");
+        let img = tmpdir("midflush-img");
         copy_dir(&dir, &img);
         gs.gate.release();
         flush.join().unwrap().unwrap();

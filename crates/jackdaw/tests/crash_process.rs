@@ -23,7 +23,7 @@ mod support;
 use common::*;
 use jackdaw::{Durability, Env, FlusherMode, Options, PageKind, ReadTxn, WriteTxn, PAGE_HEADER};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 use support::*;
@@ -337,7 +337,7 @@ fn abort_right_after_commit_loses_nothing() {
     let seed = seed_or("abort_right_after_commit_loses_nothing", 0xab0_57ed);
     let _g = OnPanic(format!("abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"));
     let mut rng = XorShift::new(seed);
-    let dir: PathBuf = tmpdir("crash-abort");
+    let dir = tmpdir("crash-abort");
     let mut known = Known { txid: 0, counter: 0 };
     for round in 0..3 {
         let flusher = if round % 2 == 0 { "manual" } else { "background" };

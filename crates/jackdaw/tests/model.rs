@@ -306,7 +306,7 @@ impl Harness {
     fn new(kind: Kind, setup: Setup, cov: &'static Coverage) -> Harness {
         let backend = match kind {
             Kind::Mem => Backend::Mem(MemStorage::new(), PathBuf::from("/mem/model")),
-            Kind::Disk => Backend::Disk(tmpdir("model")),
+            Kind::Disk => Backend::Disk(tmpdir("model").keep()),
         };
         let mut h = Harness {
             setup,
@@ -461,7 +461,7 @@ impl Harness {
             // and data.jdb is copied before the journal, so the image is one a crash can leave.
             Backend::Mem(m, p) => Backend::Mem(m.deep_clone(), p.clone()),
             Backend::Disk(d) => {
-                let to = tmpdir("model-crash");
+                let to = tmpdir("model-crash").keep();
                 copy_dir(d, &to);
                 self.dirs.push(to.clone());
                 Backend::Disk(to)

@@ -46,7 +46,6 @@ use proptest::test_runner::{Config, RngSeed, TestRunner};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::ops::Bound;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const MAX_KEY: usize = 2001;
@@ -591,7 +590,7 @@ struct Snap {
 }
 
 struct Harness {
-    dir: PathBuf,
+    dir: TmpDir,
     setup: Setup,
     env: Option<Env>,
     committed: Model,
@@ -1637,13 +1636,6 @@ fn tree_model_big_keys_seeded() {
 }
 
 /// Removes its directory when dropped (declare it before the `Env`, so it is dropped after).
-struct TmpDir(PathBuf);
-impl Drop for TmpDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The key and value classes hit the sizes they are meant to.
 #[test]
 fn size_classes_cover_the_edges() {
@@ -1677,8 +1669,8 @@ fn size_classes_cover_the_edges() {
 /// transaction must see its own changes.
 #[test]
 fn regression_put_reader_value_is_readable_in_its_own_transaction() {
-    let dir = TmpDir(tmpdir("tree-model-put-reader"));
-    let env = Env::open(&dir.0, test_opts()).unwrap();
+    let dir = tmpdir("tree-model-put-reader");
+    let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.commit().unwrap();
@@ -1708,8 +1700,8 @@ fn regression_put_reader_value_is_readable_in_its_own_transaction() {
 /// empty rightmost leaf: a full scan of a tree with 6 entries yields nothing.
 #[test]
 fn regression_branch_left_with_one_child_keeps_no_empty_leaf() {
-    let dir = TmpDir(tmpdir("tree-model-one-child"));
-    let env = Env::open(&dir.0, test_opts()).unwrap();
+    let dir = tmpdir("tree-model-one-child");
+    let env = Env::open(&dir, test_opts()).unwrap();
     let k = |i: u32| {
         let mut v = format!("{i:04}").into_bytes();
         v.resize(MAX_KEY, b'M');

@@ -15,7 +15,7 @@ fn fill_factor(env: &Env, name: &str, n: u64, entry: u64) -> f64 {
 fn sequential_inserts_fill_leaves_and_random_ones_half() {
     let dir = tmpdir("fill");
     let env = Env::open(&dir, test_opts()).unwrap();
-    let n = 1_000_000u64;
+    let n = 250_000u64;
     let val = [5u8; 100];
     let mut tx = env.write().unwrap();
     let seq = tx.create_tree("seq").unwrap();

@@ -1,10 +1,13 @@
 #![allow(dead_code)]
 use jackdaw::{Env, Options, PageKind, ReadTxn, WriteTxn, PAGE_HEADER};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A fresh directory on the project's own disk (target/tmp), never a tmpfs.
-pub fn tmpdir(name: &str) -> PathBuf {
+/// Removed when the guard drops, unless the test is failing (then it stays
+/// for a look): a suite run must not leave gigabytes behind on a CI machine
+/// whose disk may be nearly full.
+pub fn tmpdir(name: &str) -> TmpDir {
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "{name}-{}-{}",
@@ -12,7 +15,40 @@ pub fn tmpdir(name: &str) -> PathBuf {
         N.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    TmpDir(d)
+}
+
+/// A test's directory; see [`tmpdir`].
+#[derive(Debug)]
+pub struct TmpDir(PathBuf);
+
+impl TmpDir {
+    /// The path, no longer removed on drop: for a caller that removes it itself.
+    pub fn keep(self) -> PathBuf {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        std::mem::take(&mut me.0)
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
 }
 
 /// Small journal files so tests rotate and recycle them.
