@@ -9,7 +9,10 @@
 //! Every engine's run of a workload starts after a `sync()` and on a quiet device
 //! (`device::settle`), so that no engine pays (in time or in device bytes) for the write-back of
 //! pages, or the discard of a deleted database's blocks, that another engine left, and the engines take
-//! turns at running first (the order rotates by one per workload; tables keep the asked order).
+//! turns at running first (the order rotates by one per round of a workload; tables keep the asked
+//! order). With `--repeat N`, a short workload runs in up to N rounds, each engine once per round,
+//! and the table shows each engine's median round (`report::median_rounds`), its other rounds'
+//! ops/s in the notes.
 
 pub mod device;
 pub mod disk;
@@ -49,7 +52,15 @@ pub struct Config {
     pub keep: bool,
     /// Print the tables on stdout as workloads finish.
     pub print: bool,
+    /// Rounds of each workload whose earlier rounds took under `REPEAT_UNDER_SECS` in all (each
+    /// engine's median round is reported); 1 = every workload runs once.
+    pub repeat: usize,
 }
+
+/// A workload runs another round (up to `Config::repeat`) only while its rounds so far took less
+/// than this, all engines together: short workloads are the noisy ones (a stall of the shared
+/// machine is a large part of a 0.2 s run), while a long one already averages over minutes.
+pub const REPEAT_UNDER_SECS: f64 = 60.0;
 
 /// The engines a run uses by default: Jackdaw, LMDB, redb, SQLite, and RocksDB when compiled in.
 pub fn default_engines() -> Vec<Kind> {
@@ -152,7 +163,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
         cfg.keep,
     );
     let mut seq_failed: std::collections::HashMap<Kind, String> = Default::default();
-    // Engines take turns at running first: the order rotates by one per workload.
+    // Engines take turns at running first: the order rotates by one per round of each workload.
     let mut turn = 0usize;
     let canonical = |engine: &str| -> (usize, bool) {
         let k = Kind::from_name(engine);
@@ -181,85 +192,100 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 }
             }
         } else {
-            let mut list = engines.clone();
-            if !list.is_empty() {
-                let n = list.len();
-                list.rotate_left(turn % n);
-                turn += 1;
-            }
-            if *w == Workload::FreeSpaceControl {
-                if let Some(p) = list.iter().position(|k| *k == Kind::Jackdaw) {
-                    list.insert(p + 1, Kind::JackdawAppend);
+            // Rounds: every engine once per round, the first engine rotating. A workload whose
+            // first round was short runs again, up to `cfg.repeat` rounds, and each engine's
+            // median round is reported (`median_rounds`).
+            let mut rows: Vec<Row> = Vec::new();
+            let mut failed: Vec<Kind> = Vec::new();
+            let w_started = Instant::now();
+            for round in 0..cfg.repeat.max(1) {
+                if round > 0 && w_started.elapsed().as_secs_f64() > REPEAT_UNDER_SECS {
+                    break;
                 }
-            }
-            for kind in list {
-                if w.is_read() {
-                    if let Some(why) = seq_failed.get(&kind) {
-                        let reason = format!("no fill-seq database: {why}");
-                        eprintln!("SKIPPED: {} on {}: {reason}", kind.name(), w.name());
-                        rep.failures.push(Failure {
-                            workload: w.name(),
-                            engine: kind.name().into(),
-                            skipped: true,
-                            reason,
-                        });
-                        continue;
+                let mut list: Vec<Kind> = engines.iter().copied().filter(|k| !failed.contains(k)).collect();
+                if !list.is_empty() {
+                    let n = list.len();
+                    list.rotate_left(turn % n);
+                    turn += 1;
+                }
+                if *w == Workload::FreeSpaceControl {
+                    if let Some(p) = list.iter().position(|k| *k == Kind::Jackdaw) {
+                        list.insert(p + 1, Kind::JackdawAppend);
                     }
                 }
-                // Start every engine on a quiet device: the dirty pages an earlier engine left in
-                // the page cache would otherwise be written back during this one's run, slowing it
-                // and counting in its device bytes (the first engine of each workload paid for the
-                // last one of the workload before).
-                device::sync_all();
-                let waited = device::settle(dev.as_ref(), std::time::Duration::from_millis(cfg.sizes.settle_ms));
-                if waited.as_millis() >= 500 {
-                    eprintln!(
-                        "  (device busy: waited {:.1} s before {} on {})",
-                        waited.as_secs_f64(),
-                        kind.name(),
-                        w.name()
-                    );
-                }
-                let res = catch_unwind(AssertUnwindSafe(|| ctx.run(*w, kind)));
-                let res = match res {
-                    Ok(r) => r,
-                    Err(p) => {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "panic".into());
-                        Err(anyhow::anyhow!("panicked: {msg}"))
-                    }
-                };
-                match res {
-                    Ok(rows) => {
-                        for r in &rows {
-                            eprintln!(
-                                "  {:<24} {:<15} {:>10} ops/s  {:>8.3} s",
-                                r.workload,
-                                r.engine,
-                                report::si(r.ops_per_sec),
-                                r.secs
-                            );
+                for kind in list {
+                    if w.is_read() {
+                        if let Some(why) = seq_failed.get(&kind) {
+                            let reason = format!("no fill-seq database: {why}");
+                            eprintln!("SKIPPED: {} on {}: {reason}", kind.name(), w.name());
+                            rep.failures.push(Failure {
+                                workload: w.name(),
+                                engine: kind.name().into(),
+                                skipped: true,
+                                reason,
+                            });
+                            failed.push(kind);
+                            continue;
                         }
-                        rep.rows.extend(rows);
                     }
-                    Err(e) => {
-                        let reason = format!("{e:#}");
-                        eprintln!("FAILED: {} on {}: {reason}", kind.name(), w.name());
-                        if matches!(w, Workload::FillSeq(engine::Mode::Sync)) {
-                            seq_failed.entry(kind).or_insert_with(|| reason.clone());
+                    // Start every engine on a quiet device: the dirty pages an earlier engine left
+                    // in the page cache would otherwise be written back during this one's run,
+                    // slowing it and counting in its device bytes (the first engine of each
+                    // workload paid for the last one of the workload before).
+                    device::sync_all();
+                    let waited = device::settle(dev.as_ref(), std::time::Duration::from_millis(cfg.sizes.settle_ms));
+                    if waited.as_millis() >= 500 {
+                        eprintln!(
+                            "  (device busy: waited {:.1} s before {} on {})",
+                            waited.as_secs_f64(),
+                            kind.name(),
+                            w.name()
+                        );
+                    }
+                    let res = catch_unwind(AssertUnwindSafe(|| ctx.run(*w, kind)));
+                    let res = match res {
+                        Ok(r) => r,
+                        Err(p) => {
+                            let msg = p
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_else(|| "panic".into());
+                            Err(anyhow::anyhow!("panicked: {msg}"))
                         }
-                        rep.failures.push(Failure {
-                            workload: w.name(),
-                            engine: kind.name().into(),
-                            skipped: false,
-                            reason,
-                        });
+                    };
+                    match res {
+                        Ok(new) => {
+                            for r in &new {
+                                eprintln!(
+                                    "  {:<24} {:<15} {:>10} ops/s  {:>8.3} s{}",
+                                    r.workload,
+                                    r.engine,
+                                    report::si(r.ops_per_sec),
+                                    r.secs,
+                                    if round > 0 { format!("  (round {})", round + 1) } else { String::new() }
+                                );
+                            }
+                            rows.extend(new);
+                        }
+                        Err(e) => {
+                            let reason = format!("{e:#}");
+                            eprintln!("FAILED: {} on {}: {reason}", kind.name(), w.name());
+                            if matches!(w, Workload::FillSeq(engine::Mode::Sync)) {
+                                seq_failed.entry(kind).or_insert_with(|| reason.clone());
+                            }
+                            rep.failures.push(Failure {
+                                workload: w.name(),
+                                engine: kind.name().into(),
+                                skipped: false,
+                                reason,
+                            });
+                            failed.push(kind);
+                        }
                     }
                 }
             }
+            rep.rows.extend(report::median_rounds(rows));
         }
         // Tables list the engines in the order asked for, whoever ran first.
         rep.rows[first_new..].sort_by_key(|r| canonical(&r.engine));

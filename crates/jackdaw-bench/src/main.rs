@@ -85,6 +85,11 @@ struct Args {
     #[arg(long)]
     keep: bool,
 
+    /// Run each workload up to N times, every engine once per round, while its rounds so far took
+    /// under a minute in all (the short, noisy ones), and report each engine's median round.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    repeat: u64,
+
     /// List the workloads and exit.
     #[arg(long)]
     list: bool,
@@ -155,6 +160,7 @@ fn main() -> Result<()> {
         strace_exe,
         keep: a.keep,
         print: true,
+        repeat: a.repeat as usize,
     };
     jackdaw_bench::engines::jackdaw::set_io_log(a.io_log);
     eprintln!("seed {seed}");

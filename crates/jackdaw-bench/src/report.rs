@@ -82,6 +82,10 @@ pub struct Row {
     /// interpolated: `disk::raw_direct_p50_us`).
     pub commit_vs_raw_write: Option<f64>,
     pub notes: String,
+    /// ops/s of every round, in the order they ran, when the workload ran in more than one
+    /// (`--repeat`); the row itself is the median round.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_ops_per_sec: Vec<f64>,
 }
 
 /// A failed or skipped engine.
@@ -108,6 +112,36 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub failures: Vec<Failure>,
     pub total_secs: f64,
+}
+
+/// One row per (workload, engine), in first-seen order: the engine's median round by ops/s (the
+/// lower middle one of an even count), the same rule for every engine, so that one stall of a
+/// shared machine moves no ratio. Its notes list every round's ops/s.
+pub fn median_rounds(rows: Vec<Row>) -> Vec<Row> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    for r in rows {
+        match groups.iter_mut().find(|g| g[0].workload == r.workload && g[0].engine == r.engine) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            if g.len() == 1 {
+                return g.remove(0);
+            }
+            let all: Vec<f64> = g.iter().map(|r| r.ops_per_sec).collect();
+            let mut order: Vec<usize> = (0..g.len()).collect();
+            order.sort_by(|a, b| all[*a].total_cmp(&all[*b]));
+            let mut m = g.swap_remove(order[(order.len() - 1) / 2]);
+            let list: Vec<String> = all.iter().map(|x| si(*x)).collect();
+            let note = format!("median of {} rounds (ops/s: {})", all.len(), list.join(", "));
+            m.notes = if m.notes.is_empty() { note } else { format!("{}; {note}", m.notes) };
+            m.rounds_ops_per_sec = all;
+            m
+        })
+        .collect()
 }
 
 /// Fill in the ratio column of every row of `workload`: ops/s over the best peer's ops/s.
@@ -353,4 +387,33 @@ fn chart(workload: &str, rows: &[&Row], path: &Path) -> Result<()> {
 pub fn write_json(rep: &Report, path: &Path) -> Result<()> {
     let s = serde_json::to_string_pretty(rep)?;
     std::fs::write(path, s).with_context(|| format!("write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(w: &str, e: &str, ops: f64) -> Row {
+        Row { workload: w.into(), engine: e.into(), ops_per_sec: ops, notes: "n".into(), ..Row::default() }
+    }
+
+    #[test]
+    fn the_median_round_of_each_engine_is_kept() {
+        let rows = vec![
+            row("a", "x", 5.0),
+            row("a", "y", 1.0),
+            row("a", "x", 9.0),
+            row("a", "y", 2.0),
+            row("a", "x", 7.0),
+            row("b", "x", 3.0),
+        ];
+        let m = median_rounds(rows);
+        let got: Vec<(&str, &str, f64)> =
+            m.iter().map(|r| (r.workload.as_str(), r.engine.as_str(), r.ops_per_sec)).collect();
+        // Odd count: the middle one; even: the lower middle; a single round stays as it was.
+        assert_eq!(got, vec![("a", "x", 7.0), ("a", "y", 1.0), ("b", "x", 3.0)]);
+        assert_eq!(m[0].rounds_ops_per_sec, vec![5.0, 9.0, 7.0]);
+        assert!(m[0].notes.starts_with("n; median of 3 rounds"), "{}", m[0].notes);
+        assert!(m[2].rounds_ops_per_sec.is_empty() && m[2].notes == "n");
+    }
 }
