@@ -499,6 +499,9 @@ impl PageTxn {
             (visible, v)
         };
         core.table.publish(txid, versions, visible, &needed);
+        // The pages written once are in the file: their buffers serve the next transactions (a
+        // large value would otherwise fault in fresh heap pages for every copy).
+        core.table.recycle(once.iter().filter_map(|p| self.dirty.remove(p).map(|d| d.buf)).collect());
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos,
