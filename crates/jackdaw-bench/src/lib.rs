@@ -57,6 +57,12 @@ pub struct Config {
     pub repeat: usize,
 }
 
+impl Failure {
+    fn of(w: &Workload, kind: Kind, skipped: bool, reason: String) -> Failure {
+        Failure { workload: w.name(), engine: kind.name().into(), skipped, reason }
+    }
+}
+
 /// A workload runs another round (up to `Config::repeat`) only while its rounds so far took less
 /// than this, all engines together: short workloads are the noisy ones (a stall of the shared
 /// machine is a large part of a 0.2 s run), while a long one already averages over minutes.
@@ -218,12 +224,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
                         if let Some(why) = seq_failed.get(&kind) {
                             let reason = format!("no fill-seq database: {why}");
                             eprintln!("SKIPPED: {} on {}: {reason}", kind.name(), w.name());
-                            rep.failures.push(Failure {
-                                workload: w.name(),
-                                engine: kind.name().into(),
-                                skipped: true,
-                                reason,
-                            });
+                            rep.failures.push(Failure::of(w, kind, true, reason));
                             failed.push(kind);
                             continue;
                         }
@@ -274,12 +275,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
                             if matches!(w, Workload::FillSeq(engine::Mode::Sync)) {
                                 seq_failed.entry(kind).or_insert_with(|| reason.clone());
                             }
-                            rep.failures.push(Failure {
-                                workload: w.name(),
-                                engine: kind.name().into(),
-                                skipped: false,
-                                reason,
-                            });
+                            rep.failures.push(Failure::of(w, kind, false, reason));
                             failed.push(kind);
                         }
                     }
