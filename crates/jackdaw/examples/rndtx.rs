@@ -14,6 +14,9 @@ fn main() {
     if let Some(mb) = std::env::var("FLUSH_MB").ok().and_then(|s| s.parse::<u64>().ok()) {
         o = o.flush_threshold_bytes(mb << 20);
     }
+    if let Some(n) = std::env::var("JOURNAL_KEPT").ok().and_then(|s| s.parse::<usize>().ok()) {
+        o = o.journal_files_kept(n);
+    }
     let env = Env::open(&dir, o).unwrap();
     let mut tx = env.write().unwrap();
     let tree = tx.create_tree("t").unwrap();
@@ -47,7 +50,12 @@ fn main() {
     let el = t.elapsed();
     lat.sort();
     println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
-    println!("flushes before explicit: {}", env.stats().flushes);
+    println!(
+        "flushes before explicit: {}; journal files created {}, recycled {}",
+        env.stats().flushes,
+        env.stats().journal_files_created,
+        env.stats().journal_files_recycled
+    );
     println!("flush: {:?}", env.flush());
     let st = env.stats();
     println!(
