@@ -202,7 +202,8 @@ impl PageTable {
         self.pool.lock().pop().filter(|b| b.len() == len)
     }
 
-    /// Return the buffers of dropped versions that nothing else holds to the pool.
+    /// Give buffers nothing else holds to the pool: dropped versions, and the pages a write
+    /// transaction wrote to the data file itself (spilled, or written once at commit).
     pub(crate) fn recycle(&self, dropped: Vec<PageBuf>) {
         let mut pool = self.pool.lock();
         for mut b in dropped {

@@ -244,11 +244,7 @@ impl PageTxn {
             let core = self.core.clone();
             let txid = self.base.txid + 1;
             let last = pgnos[n - 1];
-            core.data.ensure_pages(last + 1).inspect_err(|e| {
-                if matches!(e, Error::Poisoned(_)) {
-                    core.poison(e)
-                }
-            })?;
+            ensure_pages(&core, last + 1)?;
             // Seal and write while the pages are still dirty; only once every write returned do
             // they move to `streamed` (invariant 4), so a failure leaves them dirty (and the
             // environment poisoned), never named as written without being written.
@@ -374,11 +370,7 @@ impl PageTxn {
         }
         let core = &self.core;
         page::seal(buf, pgno, self.base.txid + 1);
-        core.data.ensure_pages(pgno + 1).inspect_err(|e| {
-            if matches!(e, Error::Poisoned(_)) {
-                core.poison(e)
-            }
-        })?;
+        ensure_pages(core, pgno + 1)?;
         core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
         self.streamed.insert(pgno, Streamed { sum: page::stored_checksum(buf), kind: Some(PageKind::Overflow) });
         self.streamed_map = Some(core.data.map());
@@ -447,11 +439,7 @@ impl PageTxn {
         }
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly
         // (a failed sync poisons).
-        core.data.ensure_pages(self.next_page).inspect_err(|e| {
-            if matches!(e, Error::Poisoned(_)) {
-                core.poison(e)
-            }
-        })?;
+        ensure_pages(&core, self.next_page)?;
         let once = self.write_once_at_commit(&pgnos)?;
         let mut payload = PayloadBuilder::default();
         let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
@@ -523,6 +511,16 @@ impl PageTxn {
             done: false,
         })
     }
+}
+
+/// Grow the data file to hold pages `[0, pages)`, durably. A full disk fails harmlessly (nothing
+/// refers to the new pages yet); a failed sync of the growth poisons the environment.
+fn ensure_pages(core: &Core, pages: u64) -> Result<()> {
+    core.data.ensure_pages(pages).inspect_err(|e| {
+        if matches!(e, Error::Poisoned(_)) {
+            core.poison(e)
+        }
+    })
 }
 
 impl Drop for PageTxn {
