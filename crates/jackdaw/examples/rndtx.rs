@@ -51,9 +51,10 @@ fn main() {
     lat.sort();
     println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
     println!(
-        "flushes before explicit: {}; journal files created {}, recycled {}",
+        "flushes before explicit: {}; journal files created {} ({} prepared ahead), recycled {}",
         env.stats().flushes,
         env.stats().journal_files_created,
+        env.stats().journal_files_prepared,
         env.stats().journal_files_recycled
     );
     println!("flush: {:?}", env.flush());

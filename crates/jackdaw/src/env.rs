@@ -201,6 +201,7 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
         core.flusher_cv.notify_all();
         let _ = h.join();
     }
+    core.journal.lock().discard_spare();
     if core.poisoned.lock().is_some() {
         return Err(Error::Poisoned("closed after a write failure".into()));
     }
@@ -317,6 +318,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         header.flushed_txid,
         max_gen,
         recyclable,
+        opts.flusher == FlusherMode::Background,
     );
     let committed = Committed { txid: header.flushed_txid, next_page: header.next_page };
     Ok(Core {
@@ -395,6 +397,7 @@ fn stats(core: &Arc<Core>) -> Stats {
         journal_files,
         journal_files_created: Counters::get(&c.journal_files_created),
         journal_files_recycled: Counters::get(&c.journal_files_recycled),
+        journal_files_prepared: Counters::get(&c.journal_files_prepared),
         journal_io: io.map_or("no journal file opened yet", JournalIo::name),
         last_committed_txid: committed.txid,
         last_flushed_txid: core.flushed_txid.load(Ordering::Relaxed),

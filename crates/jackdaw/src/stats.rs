@@ -15,6 +15,7 @@ pub(crate) struct Counters {
     pub journal_bytes_full: AtomicU64,
     pub journal_files_created: AtomicU64,
     pub journal_files_recycled: AtomicU64,
+    pub journal_files_prepared: AtomicU64,
     pub flushes: AtomicU64,
     pub flushed_pages: AtomicU64,
     pub written_once_pages: AtomicU64,
@@ -121,6 +122,9 @@ pub struct Stats {
     pub journal_files: usize,
     pub journal_files_created: u64,
     pub journal_files_recycled: u64,
+    /// Of `journal_files_created`, the files whose zeros were written ahead on the spare thread
+    /// (background flusher only), so that no commit waited for them.
+    pub journal_files_prepared: u64,
     pub journal_io: &'static str,
     pub last_committed_txid: u64,
     pub last_flushed_txid: u64,

@@ -5,7 +5,8 @@
 //! 16 decimal digits):
 //!
 //! ```text
-//!  created (zeros written, synced, renamed, dir synced) ──▶ current ──▶ live (full, records not
+//!  created (zeros written, synced — ahead, as `spare.jnl.tmp`, with a background flusher —
+//!  renamed, dir synced) ──▶ current ──▶ live (full, records not
 //!  yet flushed) ──▶ retired (every record <= flushed header) ──▶ recycled (renamed to a new
 //!  generation, dir synced) ──▶ current ...   or deleted when more than `journal_files_kept`.
 //! ```

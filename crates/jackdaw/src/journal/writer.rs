@@ -16,10 +16,12 @@ use crate::error::IoContext;
 use crate::options::Durability;
 use crate::stats::Counters;
 use crate::storage::{JournalIo, OpenMode, Storage, StorageFile, SyncSite};
-use crate::Result;
+use crate::sync::{thread, AtomicBool};
+use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 struct JFile {
@@ -74,6 +76,82 @@ pub(crate) struct Journal {
     buf: AlignedBuf,
     /// Set after a failed write or sync: the journal's state on disk is unknown.
     failed: bool,
+    /// Whether new files are prepared on a thread of their own (`FlusherMode::Background`; a
+    /// `Manual` environment starts no thread, so that its tests stay deterministic).
+    prepare_ahead: bool,
+    spare: Option<Spare>,
+}
+
+/// Name of the spare file while it is written: a `*.jnl.tmp` name, which never holds a record and
+/// which opening the database removes (recovery's `list`).
+const SPARE_NAME: &str = "spare.jnl.tmp";
+
+/// The next new journal file, written (zeros) and synced on a thread of its own while the current
+/// file fills, so that the commit that needs a new file renames it instead of zero-filling up to
+/// `journal_file_bytes` itself. Measured (`examples/rndtx 10000 buff`): creating a 16 MiB file in
+/// the commit took ~60 ms, ~0.35 s of a 4.2 s run in all. Invariant 2 holds unchanged: the file is
+/// complete and synced before the rotation names it and syncs the directory. A job that failed
+/// is forgotten: the rotation creates the file itself and reports the error if it recurs.
+struct Spare {
+    path: PathBuf,
+    len: u64,
+    stop: Arc<AtomicBool>,
+    job: thread::JoinHandle<Result<()>>,
+}
+
+impl Spare {
+    /// Start preparing a file of `len` bytes at `path`; `None` if no thread can be started.
+    fn start(storage: &Arc<dyn Storage>, counters: &Arc<Counters>, path: PathBuf, len: u64) -> Option<Spare> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, c, p, st) = (storage.clone(), counters.clone(), path.clone(), stop.clone());
+        let job = thread::Builder::new()
+            .name("jackdaw-journal-spare".into())
+            .spawn(move || write_zeroed(&*s, &c, &p, len, Some(&st)))
+            .ok()?;
+        Some(Spare { path, len, stop, job })
+    }
+
+    /// Wait for the job: the file's path and length when it is complete and synced; otherwise the
+    /// file is removed (best effort: opening the database removes it too) and `None`.
+    fn wait(self, storage: &dyn Storage) -> Option<(PathBuf, u64)> {
+        if matches!(self.job.join(), Ok(Ok(()))) && !self.stop.load(Ordering::Relaxed) {
+            return Some((self.path, self.len));
+        }
+        let _ = storage.remove(&self.path);
+        None
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.discard_spare();
+    }
+}
+
+/// Write `len` zero bytes to a new file at `tmp` and sync it: the body of a new journal file, not
+/// yet named. `stop` ends the job early (with an error) when the journal is dropped.
+fn write_zeroed(
+    storage: &dyn Storage,
+    counters: &Counters,
+    tmp: &Path,
+    len: u64,
+    stop: Option<&AtomicBool>,
+) -> Result<()> {
+    let f = storage.open(tmp, OpenMode::CreateReadWrite).ctx("create journal file")?;
+    f.set_len(0).ctx("truncate new journal file")?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    while off < len {
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return Err(Error::Closed);
+        }
+        let n = (len - off).min(zeros.len() as u64) as usize;
+        f.write_all_at(&zeros[..n], off).ctx("preallocate journal file")?;
+        off += n as u64;
+    }
+    f.sync_all(SyncSite::JournalPrealloc).ctx("sync new journal file")?;
+    counters.synced(SyncSite::JournalPrealloc);
+    Ok(())
 }
 
 impl Journal {
@@ -90,6 +168,7 @@ impl Journal {
         last_txid: u64,
         min_generation: u64,
         recyclable: Vec<(u64, PathBuf)>,
+        prepare_ahead: bool,
     ) -> Journal {
         Journal {
             storage,
@@ -111,6 +190,8 @@ impl Journal {
             durable_txid: last_txid,
             buf: AlignedBuf::default(),
             failed: false,
+            prepare_ahead,
+            spare: None,
         }
     }
 
@@ -255,11 +336,21 @@ impl Journal {
         r
     }
 
+    /// Stop the spare's thread (between two of its writes) and remove its file: at close, so
+    /// that nothing writes into the directory afterwards.
+    pub(crate) fn discard_spare(&mut self) {
+        if let Some(s) = self.spare.take() {
+            s.stop.store(true, Ordering::Relaxed);
+            s.wait(&*self.storage);
+        }
+    }
+
     pub(crate) fn failed(&self) -> bool {
         self.failed
     }
 
-    /// Move to a new file that can hold a record of `need` bytes.
+    /// Move to a new file that can hold a record of `need` bytes: a retired file, else the spare
+    /// prepared in the background when it is big enough, else a file created here.
     fn rotate(&mut self, need: u64) -> Result<()> {
         let size = self.next_file_bytes.max(need);
         let generation = self.next_generation;
@@ -279,19 +370,23 @@ impl Journal {
             self.storage.remove(&p).ctx("remove small journal file")?;
         }
         if !reused {
-            let tmp = self.dir.join(format!("{}.tmp", super::file_name(generation)));
-            let f = self.storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create journal file")?;
-            f.set_len(0).ctx("truncate new journal file")?;
-            let zeros = vec![0u8; 1 << 20];
-            let mut off = 0u64;
-            while off < size {
-                let n = (size - off).min(zeros.len() as u64) as usize;
-                f.write_all_at(&zeros[..n], off).ctx("preallocate journal file")?;
-                off += n as u64;
-            }
-            f.sync_all(SyncSite::JournalPrealloc).ctx("sync new journal file")?;
-            self.counters.synced(SyncSite::JournalPrealloc);
-            self.storage.rename(&tmp, &target).ctx("name journal file")?;
+            let spare = self.spare.take().and_then(|s| s.wait(&*self.storage));
+            let body = match spare {
+                Some((p, len)) if len >= need => {
+                    Counters::add(&self.counters.journal_files_prepared, 1);
+                    p
+                }
+                other => {
+                    if let Some((p, _)) = other {
+                        // Too small for this record; best effort (the next open removes it too).
+                        let _ = self.storage.remove(&p);
+                    }
+                    let tmp = self.dir.join(format!("{}.tmp", super::file_name(generation)));
+                    write_zeroed(&*self.storage, &self.counters, &tmp, size, None)?;
+                    tmp
+                }
+            };
+            self.storage.rename(&body, &target).ctx("name journal file")?;
             Counters::add(&self.counters.journal_files_created, 1);
             self.next_file_bytes = (self.next_file_bytes * 2).min(self.file_bytes);
         }
@@ -303,6 +398,9 @@ impl Journal {
         let next = JFile { generation, direct: h.direct, buffered: h.buffered, len, end: 0, last_txid: self.last_txid };
         if let Some(old) = self.cur.replace(next) {
             self.live.push_back(old);
+        }
+        if self.prepare_ahead && self.recyclable.is_empty() && self.spare.is_none() {
+            self.spare = Spare::start(&self.storage, &self.counters, self.dir.join(SPARE_NAME), self.next_file_bytes);
         }
         Ok(())
     }
