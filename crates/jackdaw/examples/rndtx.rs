@@ -48,8 +48,16 @@ fn main() {
         bytes += st.journal_bytes_written;
     }
     let el = t.elapsed();
+    let total: std::time::Duration = lat.iter().sum();
+    let stalls: Vec<_> = lat.iter().filter(|l| l.as_millis() >= 2).collect();
+    println!(
+        "commit time total {:?}; {} commits of 2 ms or more, {:?} in all",
+        total,
+        stalls.len(),
+        stalls.iter().copied().sum::<std::time::Duration>()
+    );
     lat.sort();
-    println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
+    println!("fill-rnd-tx {mode} {txs}x100: {:.0} ops/s; commit p50 {:?} p99 {:?} max {:?}; {:.1} pages/tx, {:.0} journal bytes/tx; {:?}", (txs*100) as f64 / el.as_secs_f64(), lat[lat.len()/2], lat[lat.len()*99/100], lat[lat.len()-1], pages as f64 / txs as f64, bytes as f64 / txs as f64, env.stats().syncs);
     println!(
         "flushes before explicit: {}; journal files created {} ({} prepared ahead), recycled {}",
         env.stats().flushes,

@@ -207,7 +207,7 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     }
     flusher::flush_once(core)?;
     let last = core.committed().txid;
-    core.journal.lock().make_durable(last)
+    Journal::make_durable(&core.journal, last)
 }
 
 fn new_db_id(opts: &Options) -> u64 {

@@ -1,5 +1,6 @@
-//! The flusher runs off the writer's lock: while a flush is held inside its data-file sync (or its
-//! header sync) by a gated `Storage` wrapper, commits and reads on other threads complete.
+//! The flusher runs off the writer's lock and off the journal's: while a flush is held inside its
+//! data-file sync, its header sync or its journal sync (the write-ahead rule) by a gated `Storage`
+//! wrapper, commits and reads on other threads complete.
 //!
 //! The wrapper (`support/gate.rs`) implements the public storage traits around `FsStorage`; a
 //! test arms it for one call site, waits until a flush is held there, does its work on another
@@ -45,8 +46,14 @@ fn opts(gs: &GatedStorage, background: bool) -> Options {
     }
 }
 
-/// Hold a flush at `site`, then commit and read on another thread.
-fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
+/// Durabilities of the commits made while the flush is held. A `Sync` commit after buffered
+/// records waits for a journal sync in progress (it needs those records durable first), so the
+/// journal-sync case commits only `Buffered` and `None` transactions.
+const ALL_MODES: &[Durability] = &[Durability::Sync, Durability::Buffered, Durability::None];
+const UNSYNCED_MODES: &[Durability] = &[Durability::Buffered, Durability::None];
+
+/// Hold a flush at `site`, then commit and read on another thread, in the durabilities `modes`.
+fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'static [Durability]) {
     let what =
         format!("flush held in its {site:?} sync ({} flusher)", if background { "background" } else { "manual" });
     let gs = GatedStorage::new();
@@ -62,6 +69,8 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
     let flush = if background {
         // Enough unflushed bytes to wake the flusher (8 x 4 KiB + 20 x 4 KiB > 64 KiB).
         let mut tx = env.write().unwrap();
+        // Buffered: the flush's journal sync then has a file to sync.
+        tx.set_durability(Durability::Buffered);
         for &p in &pages {
             fill(&mut tx, p, 2);
         }
@@ -73,6 +82,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
         None
     } else {
         let mut tx = env.write().unwrap();
+        tx.set_durability(Durability::Buffered);
         for &p in &pages {
             fill(&mut tx, p, 2);
         }
@@ -90,7 +100,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
         let mut added = Vec::new();
         for i in 0..24u64 {
             let mut tx = e.write().unwrap();
-            tx.set_durability([Durability::Sync, Durability::Buffered, Durability::None][i as usize % 3]);
+            tx.set_durability(modes[i as usize % modes.len()]);
             let p = ps[i as usize % ps.len()];
             fill(&mut tx, p, 1000 + i);
             let n = alloc(&mut tx, 5000 + i);
@@ -156,17 +166,27 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool) {
 
 #[test]
 fn commits_and_reads_proceed_while_flush_waits_in_data_sync() {
-    commits_proceed_while_flush_held(SyncSite::DataFlush, false);
+    commits_proceed_while_flush_held(SyncSite::DataFlush, false, ALL_MODES);
 }
 
 #[test]
 fn commits_and_reads_proceed_while_flush_waits_in_header_sync() {
-    commits_proceed_while_flush_held(SyncSite::Header, false);
+    commits_proceed_while_flush_held(SyncSite::Header, false, ALL_MODES);
 }
 
 #[test]
 fn commits_and_reads_proceed_while_background_flush_waits_in_data_sync() {
-    commits_proceed_while_flush_held(SyncSite::DataFlush, true);
+    commits_proceed_while_flush_held(SyncSite::DataFlush, true, ALL_MODES);
+}
+
+#[test]
+fn commits_and_reads_proceed_while_flush_waits_in_journal_sync() {
+    commits_proceed_while_flush_held(SyncSite::JournalData, false, UNSYNCED_MODES);
+}
+
+#[test]
+fn commits_and_reads_proceed_while_background_flush_waits_in_journal_sync() {
+    commits_proceed_while_flush_held(SyncSite::JournalData, true, UNSYNCED_MODES);
 }
 
 /// Regression (fixed engine bug): `Env::stats()` reads `last_flushed_txid` under the lock a flush holds from start

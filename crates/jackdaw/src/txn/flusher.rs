@@ -15,10 +15,10 @@
 
 use super::core::Core;
 use crate::data::Header;
+use crate::journal::Journal;
 use crate::stats::{Counters, PagesByKind};
 use crate::storage::SyncSite;
 use crate::{Error, Result};
-use std::collections::BTreeSet;
 use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Instant;
@@ -60,14 +60,16 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     }
     core.journal_bytes_at_flush
         .store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
-    core.journal.lock().make_durable(target)?;
-    // Pages changed in (flushed, target], and where the log stands after target.
-    let (pages, last) = {
+    Journal::make_durable(&core.journal, target)?;
+    // Pages changed in (flushed, target], and where the log stands after target. Only copied
+    // under the log's lock (commits push to it): sorted outside (building an ordered set there
+    // held commits up to ~10 ms per flush of 60,000 pages).
+    let (mut pages, last) = {
         let log = core.txlog.lock();
-        let mut pages = BTreeSet::new();
+        let mut pages: Vec<u64> = Vec::new();
         let mut last = None;
         for t in log.iter().take_while(|t| t.txid <= target) {
-            pages.extend(t.pages.iter().copied());
+            pages.extend_from_slice(&t.pages);
             last = Some((t.next_page, t.journal_end));
         }
         let last = match last {
@@ -82,7 +84,8 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     let Some((next_page, journal_end)) = last else {
         return Err(Error::corrupted(None, format!("flusher: no log entries up to transaction {target}")));
     };
-    let pages: Vec<u64> = pages.into_iter().collect();
+    pages.sort_unstable();
+    pages.dedup();
     let mut kinds = PagesByKind::default();
     let mut bytes = 0u64;
     // Coalesce runs of consecutive pages into one vectored write (pages were sealed at commit).

@@ -21,6 +21,7 @@ use super::read::{PageRef, View};
 use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
 use crate::journal::record::{self, PayloadBuilder};
+use crate::journal::Journal;
 use crate::options::{Durability, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
@@ -583,8 +584,8 @@ impl Prepared {
                 if j.last_txid() < self.base {
                     return Err(Error::Poisoned("an earlier journal write failed".into()));
                 }
-                let r = j.make_durable(self.base);
-                r.inspect_err(|e| core.poison(e))?;
+                drop(j);
+                Journal::make_durable(&core.journal, self.base).inspect_err(|e| core.poison(e))?;
             }
             return Ok(CommitStats { time: self.t0.elapsed(), ..Default::default() });
         };
