@@ -244,31 +244,43 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     let leaf = find_leaf(w, desc, cache, key, touched)?;
     let size = node::leaf_entry_size(key, val.len());
     *touched += 1;
-    let p = w.page_mut(leaf)?;
-    let found = Node::new(p).search(key)?;
-    let mut old_overflow = None;
-    let idx = match found {
-        Ok(i) => {
-            let (oflags, oval, _) = Node::new(p).value(i)?;
-            if oflags == FLAG_OVERFLOW {
-                old_overflow = Some(overflow::decode_ref(oval)?);
+    // The leaf is changed in place when the entry fits (reporting what it wrote); a split is
+    // left for afterwards, on the leaf as the closure left it.
+    let mut outcome = None;
+    w.modify(leaf, &mut |p| {
+        let found = Node::new(p).search(key)?;
+        let mut old_overflow = None;
+        let mut written = node::Written::new();
+        let idx = match found {
+            Ok(i) => {
+                let (oflags, oval, _) = Node::new(p).value(i)?;
+                if oflags == FLAG_OVERFLOW {
+                    old_overflow = Some(overflow::decode_ref(oval)?);
+                }
+                if oflags == flags && oval.len() == val.len() {
+                    written = node::set_value_in_place(p, i, val)?;
+                    outcome = Some((found, old_overflow, None));
+                    return Ok(written);
+                }
+                written = node::remove(p, i)?;
+                i
             }
-            if oflags == flags && oval.len() == val.len() {
-                node::set_value_in_place(p, i, val)?;
-                free_old(w, desc, old_overflow)?;
-                return Ok(true);
-            }
-            node::remove(p, i)?;
-            i
+            Err(i) => i,
+        };
+        if node::fits(p, size) {
+            written.extend(node::insert_leaf(p, idx, key, flags, val)?);
+            outcome = Some((found, old_overflow, None));
+        } else {
+            outcome = Some((found, old_overflow, Some(idx)));
         }
-        Err(i) => {
-            desc.entries += 1;
-            i
-        }
-    };
-    if node::fits(p, size) {
-        node::insert_leaf(p, idx, key, flags, val)?;
-    } else {
+        Ok(written)
+    })?;
+    let (found, old_overflow, split_at) =
+        outcome.ok_or_else(|| Error::Invalid("internal: leaf change did not run".into()))?;
+    if found.is_err() {
+        desc.entries += 1;
+    }
+    if let Some(idx) = split_at {
         let mut e = vec![0u8; size];
         node::write_leaf_entry(&mut e, key, flags, val);
         split(w, desc, cache, leaf, key, idx, e, touched)?;
@@ -467,7 +479,7 @@ fn insert_into_parent<W: PageWrite + ?Sized>(
         let size = node::branch_entry_size(&sep);
         let p = w.page_mut(ppg)?;
         if node::fits(p, size) {
-            return node::insert_branch(p, ci + 1, &sep, right);
+            return node::insert_branch(p, ci + 1, &sep, right).map(drop);
         }
         let mut e = vec![0u8; size];
         node::write_branch_entry(&mut e, &sep, right);

@@ -28,6 +28,9 @@ pub(crate) trait PageRead {
 /// Write access to pages (the write transaction).
 pub(crate) trait PageWrite: PageRead {
     fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]>;
+    /// Change page `pgno` through `f`, which returns the byte ranges it wrote (a superset of the
+    /// bytes it changed), so that commit diffs only those (`PageTxn::modify`).
+    fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<node::Written>) -> Result<()>;
     fn alloc(&mut self, kind: PageKind) -> Result<u64>;
     fn free(&mut self, pgno: u64) -> Result<()>;
     fn reserve(&mut self) -> Result<u64>;
@@ -60,6 +63,9 @@ impl PageRead for PageTxn {
 impl PageWrite for PageTxn {
     fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
         PageTxn::page_mut(self, pgno)
+    }
+    fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<node::Written>) -> Result<()> {
+        PageTxn::modify(self, pgno, f)
     }
     fn alloc(&mut self, kind: PageKind) -> Result<u64> {
         self.alloc_page(kind)

@@ -12,6 +12,11 @@
 //! 4. A page is either dirty (in memory) or spilled/streamed (written to the data file by this
 //!    transaction, `streamed`), never both; only pages at or past the base `next_page` are ever
 //!    spilled or streamed (no snapshot, no earlier record and no recovery can read them there).
+//! 5. A dirty page copied from its base version whose `written` is `Some` differs from that
+//!    version only inside those ranges and its page header (so commit journals just those bytes,
+//!    without reading the base): only `modify` extends it, with the ranges its change reports
+//!    (checked by `tree/node.rs`'s `reported_ranges_cover_every_changed_byte`); any other write
+//!    access (`page_mut`) or a failed change sets it to `None`.
 
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
 use super::core::{Committed, Core, TxRecord};
@@ -25,6 +30,7 @@ use crate::journal::Journal;
 use crate::options::{Durability, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
+use crate::tree::node::Written;
 use crate::{Error, Result};
 use std::collections::HashSet;
 use std::io::IoSlice;
@@ -40,7 +46,14 @@ struct Dirty {
     held: Option<PageBuf>,
     /// The transaction's clock at the last `page_mut` or allocation (spilling takes the oldest).
     touched: u64,
+    /// Invariant 5: for a page copied from its base version (`!fresh`), `Some` ranges cover every
+    /// byte that differs from the base, so commit diffs only those; `None` means unknown (the
+    /// whole page is diffed). Only `modify` keeps it `Some`; `page_mut` sets `None`.
+    written: Option<Written>,
 }
+
+/// Ranges a dirty page keeps before it counts as changed all over (`Dirty::written`).
+const MAX_WRITTEN_RANGES: usize = 16;
 
 /// A page this transaction already wrote to the data file (streamed in, or spilled).
 #[derive(Clone, Copy)]
@@ -152,8 +165,39 @@ impl PageTxn {
     }
 
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
-    /// header, which commit stamps; callers own the rest.
+    /// header, which commit stamps; callers own the rest. Commit diffs the whole page against its
+    /// base (see `modify` for a change that says what it wrote).
     pub(crate) fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+        let d = self.dirty_entry(pgno)?;
+        d.written = None;
+        unique(&mut d.buf)
+    }
+
+    /// Change page `pgno` (copied on first use) through `f`, which returns the byte ranges it
+    /// wrote, a superset of the bytes it changed: commit then diffs only those against the base
+    /// version instead of the whole page (the diff's reads of both images were ~16% of a random
+    /// insert workload's time). If `f` fails, the whole page counts as changed.
+    pub(crate) fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<Written>) -> Result<()> {
+        let d = self.dirty_entry(pgno)?;
+        match f(unique(&mut d.buf)?) {
+            Ok(w) => {
+                if let Some(v) = &mut d.written {
+                    v.extend(w);
+                    if v.len() > MAX_WRITTEN_RANGES {
+                        d.written = None;
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                d.written = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// The dirty entry of page `pgno`, copied from its base version on first use.
+    fn dirty_entry(&mut self, pgno: u64) -> Result<&mut Dirty> {
         self.clock += 1;
         let touched = self.clock;
         let d = match self.dirty.entry(pgno) {
@@ -169,7 +213,7 @@ impl PageTxn {
                     let buf = self.core.table.copy_of(m.raw(pgno)?);
                     self.streamed.remove(&pgno);
                     self.reloaded += 1;
-                    e.insert(Dirty { buf, fresh: true, held: None, touched })
+                    e.insert(Dirty { buf, fresh: true, held: None, touched, written: None })
                 } else {
                     if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
                         return Err(Error::Invalid(format!(
@@ -182,11 +226,11 @@ impl PageTxn {
                         PageRef::Held(b) => Some(b),
                         PageRef::Borrowed(_) => None,
                     };
-                    e.insert(Dirty { buf, fresh: false, held, touched })
+                    e.insert(Dirty { buf, fresh: false, held, touched, written: Some(Written::new()) })
                 }
             }
         };
-        unique(&mut d.buf)
+        Ok(d)
     }
 
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
@@ -205,7 +249,7 @@ impl PageTxn {
         let mut buf = self.core.table.zeroed(self.core.page_size);
         page::init(unique(&mut buf)?, pgno, kind);
         self.clock += 1;
-        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None, touched: self.clock });
+        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None, touched: self.clock, written: None });
         Ok(pgno)
     }
 
@@ -328,7 +372,7 @@ impl PageTxn {
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);
             page::init(unique(&mut buf)?, bp, PageKind::FreeMap);
-            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None, touched: self.clock });
+            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None, touched: self.clock, written: None });
             self.free.push(0);
             self.next_page += 1;
         }
@@ -454,6 +498,8 @@ impl PageTxn {
                 payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
             } else if d.fresh {
                 payload.add_page(*p, &d.buf, None);
+            } else if let Some(w) = &d.written {
+                payload.add_page_ranges(*p, &d.buf, w);
             } else if let Some(old) = &d.held {
                 payload.add_page(*p, &d.buf, Some(old));
             } else {
