@@ -263,3 +263,59 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
     drop(env);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (fixed engine bug): a flush deleted the retired journal files it did not keep under
+/// the journal lock, so every commit waited for the unlink (up to 8 ms for a 16 MiB file in
+/// `examples/rndtx`). Reproduction: no file kept, enough records to fill a journal file, a flush
+/// held inside that `remove`: a commit on another thread did not return until the removal did.
+#[test]
+fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
+    let gs = GatedStorage::new();
+    let dir = tmpdir("flusher-retire");
+    let o = test_opts().storage(Arc::new(gs.clone())).flusher(FlusherMode::Manual).journal_files_kept(0);
+    let env = Env::open(&dir, o).unwrap();
+    let _open_gate = ReleaseOnDrop(gs.gate.clone());
+    let mut tx = env.write().unwrap();
+    let pages: Vec<u64> = (0..16).map(|_| alloc(&mut tx, 1)).collect();
+    tx.commit().unwrap();
+    // Incompressible full images of 16 pages per commit: 256 KiB journal files fill within a few
+    // commits.
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    for _ in 0..20 {
+        let mut tx = env.write().unwrap();
+        for &p in &pages {
+            for x in tx.page_mut(p).unwrap()[jackdaw::PAGE_HEADER..].iter_mut() {
+                *x = rng.next() as u8;
+            }
+        }
+        tx.commit().unwrap();
+    }
+    assert!(env.stats().journal_files_created >= 2);
+    gs.gate.arm(Point::Remove);
+    let e = env.clone();
+    let flush = std::thread::spawn(move || e.flush());
+    assert!(gs.gate.wait_blocked(DEADLINE), "the flush never removed a retired journal file");
+    let e = env.clone();
+    let p0 = pages[0];
+    let work = with_deadline(DEADLINE, move || {
+        for (i, d) in ALL_MODES.iter().enumerate() {
+            let mut tx = e.write().unwrap();
+            tx.set_durability(*d);
+            fill(&mut tx, p0, 7000 + i as u64);
+            tx.commit().unwrap();
+        }
+        read_value(&e.read().unwrap(), p0)
+    });
+    let held = gs.gate.waiting();
+    gs.gate.release();
+    flush.join().unwrap().unwrap();
+    match work {
+        Some(Ok(v)) => assert_eq!(v, 7000 + ALL_MODES.len() as u64 - 1),
+        Some(Err(p)) => std::panic::resume_unwind(p),
+        None => panic!("commits waited for the removal of a retired journal file"),
+    }
+    assert_eq!(held, 1, "the removal must still have been held while the commits ran");
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    assert_eq!(read_value(&env.read().unwrap(), p0), 7000 + ALL_MODES.len() as u64 - 1);
+}

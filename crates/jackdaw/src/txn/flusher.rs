@@ -15,6 +15,7 @@
 
 use super::core::Core;
 use crate::data::Header;
+use crate::error::IoContext;
 use crate::journal::Journal;
 use crate::stats::{Counters, PagesByKind};
 use crate::storage::SyncSite;
@@ -129,7 +130,10 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     core.flushed_txid.store(target, std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
     core.txlog.lock().retain(|t| t.txid > target);
-    core.journal.lock().retire(target)?;
+    let doomed = core.journal.lock().retire(target);
+    for p in doomed {
+        core.opts.storage.remove(&p).ctx("remove retired journal")?;
+    }
     Counters::add(&core.counters.flushes, 1);
     Counters::add(&core.counters.flushed_pages, pages.len() as u64);
     if core.opts.flush_log {

@@ -18,6 +18,8 @@ pub enum Point {
     HeaderRead,
     /// Every sync, whatever its site (only as an armed point).
     AnySync,
+    /// `Storage::remove` of any path.
+    Remove,
 }
 
 impl Point {
@@ -214,6 +216,7 @@ impl Storage for GatedStorage {
         self.inner.rename(from, to)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
+        self.gate.pass(Point::Remove);
         self.inner.remove(path)
     }
     fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()> {
