@@ -161,6 +161,20 @@ impl DataFile {
     pub(crate) fn ensure_pages(&self, pages: u64) -> Result<()> {
         let need =
             pages.checked_mul(self.page_size as u64).ok_or_else(|| Error::Invalid("database too large".into()))?;
+        self.grow(need, |cur| grown_len(cur, need, self.page_size as u64))
+    }
+
+    /// Grow the file to `pages` pages exactly, if it is shorter (the flusher's growth ahead of the
+    /// writer, in small steps, so that the file does not double early). Same rules as
+    /// `ensure_pages`.
+    pub(crate) fn grow_to(&self, pages: u64) -> Result<()> {
+        let need =
+            pages.checked_mul(self.page_size as u64).ok_or_else(|| Error::Invalid("database too large".into()))?;
+        self.grow(need, |_| need)
+    }
+
+    /// Grow to `to(current length)` bytes if the file is shorter than `need` bytes.
+    fn grow(&self, need: u64, to: impl FnOnce(u64) -> u64) -> Result<()> {
         if need <= self.len() {
             return Ok(());
         }
@@ -169,7 +183,7 @@ impl DataFile {
         if need <= cur {
             return Ok(());
         }
-        let new_len = grown_len(cur, need, self.page_size as u64);
+        let new_len = to(cur);
         // A full disk fails here, before anything refers to the new pages: nothing to undo.
         self.file.allocate(new_len).ctx("grow data file")?;
         // A failed sync is another matter: the caller poisons the environment (never retry).

@@ -137,6 +137,18 @@ impl Core {
             || self.table.bytes() >= self.opts.max_pinned_bytes / 2
     }
 
+    /// Whether the data file should grow ahead of the writer (`flusher::grow_ahead`): the
+    /// high-water mark `high` is past 7/8 of the file.
+    pub(crate) fn grow_due(&self, high: u64) -> bool {
+        high > self.data.len() / self.page_size as u64 / 8 * 7
+    }
+
+    /// Wake the background flusher without asking for a flush (it then grows the data file).
+    pub(crate) fn nudge_flusher(&self) {
+        let _c = self.flusher_ctl.lock();
+        self.flusher_cv.notify_all();
+    }
+
     /// Wake the background flusher.
     pub(crate) fn wake_flusher(&self) {
         let mut c = self.flusher_ctl.lock();

@@ -27,7 +27,7 @@ use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
 use crate::journal::record::{self, PayloadBuilder};
 use crate::journal::Journal;
-use crate::options::{Durability, FreeSpacePolicy};
+use crate::options::{Durability, FlusherMode, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
 use crate::tree::node::Written;
@@ -660,6 +660,8 @@ impl Prepared {
         Counters::add(&core.counters.commits, 1);
         if core.flush_due() {
             core.wake_flusher();
+        } else if core.opts.flusher == FlusherMode::Background && core.grow_due(self.next_page) {
+            core.nudge_flusher();
         }
         let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
         if core.opts.flush_log {
