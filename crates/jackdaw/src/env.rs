@@ -341,6 +341,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         flusher_cv: Condvar::new(),
         counters,
         journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
+        grow_nudged_at: crate::sync::AtomicU64::new(0),
         tree_ids: crate::sync::AtomicU64::new(1),
         flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),

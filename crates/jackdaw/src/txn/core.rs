@@ -101,6 +101,9 @@ pub(crate) struct Core {
     pub flushed_txid: crate::sync::AtomicU64,
     /// Journal bytes written when the last flush began.
     pub journal_bytes_at_flush: crate::sync::AtomicU64,
+    /// The data file's length when a commit last nudged the flusher to grow it (one nudge per
+    /// length, not one per commit while the flusher works).
+    pub grow_nudged_at: crate::sync::AtomicU64,
     pub poisoned: Mutex<Option<String>>,
     pub closed: AtomicBool,
     pub _lock: Box<dyn LockGuard>,
@@ -143,10 +146,14 @@ impl Core {
         high > self.data.len() / self.page_size as u64 / 8 * 7
     }
 
-    /// Wake the background flusher without asking for a flush (it then grows the data file).
-    pub(crate) fn nudge_flusher(&self) {
-        let _c = self.flusher_ctl.lock();
-        self.flusher_cv.notify_all();
+    /// Wake the background flusher to grow the data file, without asking for a flush: once per
+    /// file length (a wake-up is a `futex` call; `commit-syscalls` counted one per commit).
+    pub(crate) fn nudge_flusher_to_grow(&self) {
+        let len = self.data.len();
+        if self.grow_nudged_at.swap(len, Ordering::Relaxed) != len {
+            let _c = self.flusher_ctl.lock();
+            self.flusher_cv.notify_all();
+        }
     }
 
     /// Wake the background flusher.

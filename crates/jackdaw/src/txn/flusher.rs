@@ -146,12 +146,18 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     Ok(())
 }
 
-/// Grow the data file ahead of the writer, by an eighth, when its high-water mark is past 7/8 of
-/// the file. A commit that grows the file syncs it, and that sync also writes whatever the flusher
+/// Pages the flusher adds to a file of `pages` pages: double it while under 16 MiB (at 4 KiB pages;
+/// as a commit would), then an eighth, at least 2,048 pages.
+pub(crate) fn grow_step(pages: u64) -> u64 {
+    (pages / 8).max(pages.min(2048))
+}
+
+/// Grow the data file ahead of the writer (by `grow_step`: an eighth of a big file) when its
+/// high-water mark is past 7/8 of the file. A commit that grows the file syncs it, and that sync also writes whatever the flusher
 /// has written to the file and not synced yet: 3-6 ms per growth in `examples/rndtx 10000 buff`,
 /// in the commit. Here, on the background thread (woken by the commit that passes the mark), no
-/// commit waits; and in eighths the file stays within an eighth of what it would be (a commit's
-/// growth doubles it). Only the background thread does this: a `Manual` environment's calls stay
+/// commit waits; and in eighths a big file stays within an eighth of what it would be (a
+/// commit's growth doubles it). Only the background thread does this: a `Manual` environment's calls stay
 /// exactly those its caller asked for (the fault tests count on it). A full disk is not an error
 /// here (nothing refers to the new pages; the commit that needs them reports it); a failed sync
 /// is (`grow_to` says `Poisoned`).
@@ -161,7 +167,7 @@ fn grow_ahead(core: &Core) -> Result<()> {
         return Ok(());
     }
     let pages = core.data.len() / core.page_size as u64;
-    match core.data.grow_to(pages + (pages / 8).max(64)) {
+    match core.data.grow_to(pages + grow_step(pages)) {
         Err(e @ Error::Poisoned(_)) => Err(e),
         _ => Ok(()),
     }

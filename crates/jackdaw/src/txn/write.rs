@@ -661,7 +661,7 @@ impl Prepared {
         if core.flush_due() {
             core.wake_flusher();
         } else if core.opts.flusher == FlusherMode::Background && core.grow_due(self.next_page) {
-            core.nudge_flusher();
+            core.nudge_flusher_to_grow();
         }
         let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
         if core.opts.flush_log {
