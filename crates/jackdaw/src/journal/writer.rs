@@ -491,13 +491,20 @@ mod tests {
     use std::io;
     use std::sync::atomic::AtomicU64;
 
-    /// A file whose first `sync_data` fails, counting the calls that reach it.
-    struct FailsOnce {
+    /// A `MemStorage` file whose `sync_data` first runs `hook` (which may fail it).
+    struct Hooked {
         inner: Arc<dyn StorageFile>,
-        syncs: AtomicU64,
+        hook: Box<dyn Fn() -> io::Result<()> + Send + Sync>,
     }
 
-    impl StorageFile for FailsOnce {
+    impl Hooked {
+        fn new(path: &str, hook: impl Fn() -> io::Result<()> + Send + Sync + 'static) -> Arc<Hooked> {
+            let inner = MemStorage::new().open(Path::new(path), OpenMode::CreateReadWrite).unwrap();
+            Arc::new(Hooked { inner, hook: Box::new(hook) })
+        }
+    }
+
+    impl StorageFile for Hooked {
         fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
             self.inner.read_exact_at(buf, offset)
         }
@@ -517,9 +524,7 @@ mod tests {
             self.inner.allocate(len)
         }
         fn sync_data(&self, site: SyncSite) -> io::Result<()> {
-            if self.syncs.fetch_add(1, Ordering::SeqCst) == 0 {
-                return Err(io::Error::from_raw_os_error(5)); // EIO
-            }
+            (self.hook)()?;
             self.inner.sync_data(site)
         }
         fn sync_all(&self, site: SyncSite) -> io::Result<()> {
@@ -534,54 +539,18 @@ mod tests {
     /// have dropped the pages the first one failed on, and a second call could report success.
     #[test]
     fn a_failed_sync_fails_every_later_one_without_syncing_again() {
-        let mem = MemStorage::new();
-        let inner = mem.open(Path::new("/j"), OpenMode::CreateReadWrite).unwrap();
-        let f = Arc::new(FailsOnce { inner, syncs: AtomicU64::new(0) });
-        let files: Vec<(Arc<dyn StorageFile>, u64)> = vec![(f.clone(), 1)];
+        let syncs = Arc::new(AtomicU64::new(0));
+        let s = syncs.clone();
+        let f = Hooked::new("/j", move || match s.fetch_add(1, Ordering::SeqCst) {
+            0 => Err(io::Error::from_raw_os_error(5)), // EIO
+            _ => Ok(()),
+        });
+        let files: Vec<(Arc<dyn StorageFile>, u64)> = vec![(f, 1)];
         let (gate, counters) = (SyncGate::default(), Counters::default());
         assert!(matches!(gate.sync(&files, &counters), Err(Error::Io { .. })));
         assert!(matches!(gate.sync(&files, &counters), Err(Error::Poisoned(_))));
-        assert_eq!(f.syncs.load(Ordering::SeqCst), 1, "the second sync must not reach the file");
+        assert_eq!(syncs.load(Ordering::SeqCst), 1, "the second sync must not reach the file");
         assert_eq!(counters.syncs[SyncSite::JournalData.index()].load(Ordering::SeqCst), 0);
-    }
-
-    /// A file whose `sync_data` signals `entered` and then waits for `release`.
-    struct Blocks {
-        inner: Arc<dyn StorageFile>,
-        entered: std::sync::mpsc::SyncSender<()>,
-        release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
-    }
-
-    impl StorageFile for Blocks {
-        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-            self.inner.read_exact_at(buf, offset)
-        }
-        fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-            self.inner.write_all_at(buf, offset)
-        }
-        fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<()> {
-            self.inner.write_vectored_at(bufs, offset)
-        }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            self.inner.set_len(len)
-        }
-        fn allocate(&self, len: u64) -> io::Result<()> {
-            self.inner.allocate(len)
-        }
-        fn sync_data(&self, site: SyncSite) -> io::Result<()> {
-            let _ = self.entered.send(());
-            let _ = self.release.lock().map(|r| r.recv());
-            self.inner.sync_data(site)
-        }
-        fn sync_all(&self, site: SyncSite) -> io::Result<()> {
-            self.inner.sync_all(site)
-        }
-        fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>> {
-            self.inner.map(len)
-        }
     }
 
     /// `make_durable` syncs outside the journal lock, and afterwards clears only what its sync
@@ -591,11 +560,13 @@ mod tests {
     fn make_durable_syncs_outside_the_lock_and_keeps_later_writes_dirty() {
         let mem: Arc<dyn Storage> = Arc::new(MemStorage::new());
         let (entered_tx, entered) = std::sync::mpsc::sync_channel(4);
-        let (release, release_rx) = std::sync::mpsc::channel();
-        let a: Arc<dyn StorageFile> = Arc::new(Blocks {
-            inner: mem.open(Path::new("/a"), OpenMode::CreateReadWrite).unwrap(),
-            entered: entered_tx,
-            release: std::sync::Mutex::new(release_rx),
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let release_rx = std::sync::Mutex::new(release_rx);
+        // Its sync says it has begun, then waits to be released.
+        let a: Arc<dyn StorageFile> = Hooked::new("/a", move || {
+            let _ = entered_tx.send(());
+            let _ = release_rx.lock().map(|r| r.recv());
+            Ok(())
         });
         let b = mem.open(Path::new("/b"), OpenMode::CreateReadWrite).unwrap();
         let j = Journal::new(mem, PathBuf::from("/"), 1, 64 << 10, 0, Arc::default(), 0, 0, Vec::new(), false);
