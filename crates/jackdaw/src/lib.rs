@@ -22,6 +22,17 @@ mod sync;
 mod tree;
 mod txn;
 
+/// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
+#[cfg(test)]
+pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 pub use api::catalog::max_tree_name;
 pub use api::{Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn};
 pub use batch::{BatchHandle, WriteBatch};

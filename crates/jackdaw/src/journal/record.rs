@@ -175,7 +175,7 @@ impl PayloadBuilder {
         let kind = if old.is_some() { EntryKind::Diff } else { EntryKind::DiffZero };
         self.entry_header(pgno, kind, 0);
         let data_start = self.buf.len();
-        let limit = new.len() - new.len() / 8;
+        let limit = diff_limit(new.len());
         let fits = diff_into(&mut self.buf, new, old, limit);
         if fits {
             let dl = (self.buf.len() - data_start) as u32;
@@ -183,9 +183,14 @@ impl PayloadBuilder {
         } else {
             self.buf.truncate(at);
             self.count -= 1;
-            self.entry_header(pgno, EntryKind::Full, new.len());
-            self.buf.extend_from_slice(new);
+            self.add_full(pgno, new);
         }
+    }
+
+    /// The full image of a page whose diff would pass 7/8 of it (`full_bytes` counted by the caller).
+    fn add_full(&mut self, pgno: u64, new: &[u8]) {
+        self.entry_header(pgno, EntryKind::Full, new.len());
+        self.buf.extend_from_slice(new);
     }
 
     /// Add a page that differs from its base version only inside `written` (byte ranges, a
@@ -207,16 +212,12 @@ impl PayloadBuilder {
         }
         self.full_bytes += (ENTRY_HEADER + n) as u64;
         let bytes: usize = merged.iter().map(|(a, b)| RUN_HEADER + b - a).sum();
-        if bytes > n - n / 8 {
-            self.entry_header(pgno, EntryKind::Full, n);
-            self.buf.extend_from_slice(new);
-            return;
+        if bytes > diff_limit(n) {
+            return self.add_full(pgno, new);
         }
         self.entry_header(pgno, EntryKind::Diff, bytes);
         for (a, b) in merged {
-            self.buf.extend_from_slice(&(a as u32).to_le_bytes());
-            self.buf.extend_from_slice(&((b - a) as u32).to_le_bytes());
-            self.buf.extend_from_slice(&new[a..b]);
+            push_run(&mut self.buf, new, a, b);
         }
     }
 
@@ -226,6 +227,19 @@ impl PayloadBuilder {
         self.entry_header(pgno, EntryKind::WrittenOnce, 8);
         self.buf.extend_from_slice(&checksum.to_le_bytes());
     }
+}
+
+/// Most bytes a diff of a `page_size`-byte page may take (run headers included) before the full
+/// image is stored instead: 7/8 of the page.
+fn diff_limit(page_size: usize) -> usize {
+    page_size - page_size / 8
+}
+
+/// Append the run `new[a..b]` at offset `a`: offset u32 | length u32 | bytes.
+fn push_run(out: &mut Vec<u8>, new: &[u8], a: usize, b: usize) {
+    out.extend_from_slice(&(a as u32).to_le_bytes());
+    out.extend_from_slice(&((b - a) as u32).to_le_bytes());
+    out.extend_from_slice(&new[a..b]);
 }
 
 /// Append the runs of bytes where `new` differs from `old` (zeros if `None`). Returns false as
@@ -281,11 +295,6 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
             i -= 8;
         }
     };
-    let emit = |out: &mut Vec<u8>, (a, b): (usize, usize)| {
-        out.extend_from_slice(&(a as u32).to_le_bytes());
-        out.extend_from_slice(&((b - a) as u32).to_le_bytes());
-        out.extend_from_slice(&new[a..b]);
-    };
     let mut i = 0;
     while i < n {
         if i % BIG == 0 && eq(i, BIG) {
@@ -303,7 +312,7 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         }
         let j = j.min(n);
         let b = last_diff(j, a);
-        emit(out, (a, b));
+        push_run(out, new, a, b);
         if out.len() - start_len > limit {
             return false;
         }
@@ -320,13 +329,7 @@ mod diff_tests {
     /// cover exactly the changed bytes' span.
     #[test]
     fn diff_roundtrips_random_changes() {
-        let mut x = 0x9e3779b97f4a7c15u64;
-        let mut rnd = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = crate::test_rng(0x9e3779b97f4a7c15u64);
         for round in 0..2000 {
             let ps = 4096;
             let old: Vec<u8> = (0..ps).map(|_| rnd() as u8).collect();
@@ -357,13 +360,7 @@ mod diff_tests {
     /// the page give a full image instead.
     #[test]
     fn ranges_roundtrip_without_the_old_page() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
         let ps = 4096;
         let mut fulls = 0;
         for round in 0..2000 {

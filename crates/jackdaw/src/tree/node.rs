@@ -451,13 +451,7 @@ mod tests {
     /// changes on one leaf, in a fixed pseudo-random sequence.
     #[test]
     fn reported_ranges_cover_every_changed_byte() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = crate::test_rng(0x2545_f491_4f6c_dd1du64);
         let mut p = vec![0u8; 4096];
         init(&mut p, 0);
         let (mut compacted, mut ops) = (0, 0);
