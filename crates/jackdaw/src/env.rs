@@ -282,8 +282,12 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
 
     // Recovery: replay the log after the header into the data file.
     let (end, paths) = recovery::replay(storage.as_ref(), &journal_dir, &header, &data)?;
-    let max_gen = paths.keys().next_back().copied().unwrap_or(0).max(header.journal_gen);
-    let new_gen = max_gen + 1;
+    let sorted = recovery::sort_files(storage.as_ref(), &header, paths, &end)?;
+    Counters::add(&counters.stray_journal_files, sorted.set_aside);
+    let max_gen = sorted.max_generation;
+    let new_gen = max_gen
+        .checked_add(1)
+        .ok_or_else(|| Error::corrupted(None, "journal generation at the largest value a generation can take"))?;
     if end.records > 0 || new_gen != header.journal_gen + 1 {
         data.sync(SyncSite::DataFlush)?;
         counters.synced(SyncSite::DataFlush);
@@ -300,7 +304,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     }
     // Every journal file is now retired.
     let mut recyclable = Vec::new();
-    for (g, p) in paths {
+    for (g, p) in sorted.retired {
         if recyclable.len() < opts.journal_files_kept {
             recyclable.push((g, p));
         } else {
@@ -399,6 +403,7 @@ fn stats(core: &Arc<Core>) -> Stats {
         journal_files_created: Counters::get(&c.journal_files_created),
         journal_files_recycled: Counters::get(&c.journal_files_recycled),
         journal_files_prepared: Counters::get(&c.journal_files_prepared),
+        stray_journal_files: Counters::get(&c.stray_journal_files),
         journal_io: io.map_or("no journal file opened yet", JournalIo::name),
         last_committed_txid: committed.txid,
         last_flushed_txid: core.flushed_txid.load(Ordering::Relaxed),
@@ -445,6 +450,7 @@ where
     let flush_state = core.flush_state.lock();
     let header = *flush_state;
     let rtx = ReadTxn::begin(core);
+    let committed_txid = core.committed().txid;
     let g = Geometry::new(core.page_size);
     let mut problems: Vec<String> = Vec::new();
     let mut report = CheckReport::default();
@@ -545,18 +551,46 @@ where
             }
         }
     }
-    // 5. The journal chain after the header.
-    let durable = core.journal.lock().durable_txid();
-    match recovery::list(core.opts.storage.as_ref(), &core.journal_dir, false)
-        .and_then(|paths| recovery::scan(core.opts.storage.as_ref(), &paths, &header, |_, _| Ok(())))
-    {
-        Ok(end) => {
-            report.journal_records = end.records;
-            if end.last_txid < durable {
+    // 5. The journal chain after the header, and the journal files against the header and the
+    //    writer: every file's generation is one the writer has reached (a file ahead of it would
+    //    be taken for part of the log), the header's too, and the chain ends between the last
+    //    durable and the last committed transaction.
+    let (durable, next_gen) = {
+        let j = core.journal.lock();
+        (j.durable_txid(), j.next_generation())
+    };
+    let storage = core.opts.storage.as_ref();
+    match recovery::list(storage, &core.journal_dir, false) {
+        Ok(paths) => {
+            if header.journal_gen > next_gen {
                 problems.push(format!(
-                    "journal chain ends at transaction {} but transactions up to {durable} are durable",
-                    end.last_txid
+                    "header names journal generation {} but the writer is at generation {next_gen}",
+                    header.journal_gen
                 ));
+            }
+            for g in paths.keys().filter(|g| **g >= next_gen) {
+                problems.push(format!(
+                    "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
+                    journal::file_name(*g)
+                ));
+            }
+            match recovery::scan(storage, &paths, &header, |_, _| Ok(())) {
+                Ok(end) => {
+                    report.journal_records = end.records;
+                    if end.last_txid < durable {
+                        problems.push(format!(
+                            "journal chain ends at transaction {} but transactions up to {durable} are durable",
+                            end.last_txid
+                        ));
+                    }
+                    if end.last_txid > committed_txid {
+                        problems.push(format!(
+                            "journal chain reaches transaction {} past the last committed one, {committed_txid}",
+                            end.last_txid
+                        ));
+                    }
+                }
+                Err(e) => problems.push(format!("journal: {e}")),
             }
         }
         Err(e) => problems.push(format!("journal: {e}")),

@@ -16,6 +16,7 @@ pub(crate) struct Counters {
     pub journal_files_created: AtomicU64,
     pub journal_files_recycled: AtomicU64,
     pub journal_files_prepared: AtomicU64,
+    pub stray_journal_files: AtomicU64,
     pub flushes: AtomicU64,
     pub flushed_pages: AtomicU64,
     pub written_once_pages: AtomicU64,
@@ -125,6 +126,9 @@ pub struct Stats {
     /// Of `journal_files_created`, the files whose zeros were written ahead on the spare thread
     /// (background flusher only), so that no commit waited for them.
     pub journal_files_prepared: u64,
+    /// Files named like journal files that held no record of this database when it was opened:
+    /// renamed to `<name>.ignored` and never read (a copy, a restore tool or a user left them).
+    pub stray_journal_files: u64,
     pub journal_io: &'static str,
     pub last_committed_txid: u64,
     pub last_flushed_txid: u64,

@@ -1,8 +1,8 @@
 //! The write-ahead journal: commit = one record appended to a preallocated journal file;
 //! recovery = replay of the records after the data file's header.
 //!
-//! Journal file lifecycle (files live in `<db>/journal/`, named `<generation>.jnl`, generation as
-//! 16 decimal digits):
+//! Journal file lifecycle (files live in `<db>/journal/`, named `<generation>.jnl`, generation in
+//! decimal, zero padded to 16 digits, wider past 10^16):
 //!
 //! ```text
 //!  created (zeros written, synced — ahead, as `spare.jnl.tmp`, with a background flusher —
@@ -29,13 +29,38 @@ pub(crate) fn path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(file_name(generation))
 }
 
-/// Generation of a journal file name, `None` for other names.
+/// Generation of a journal file name, `None` for other names. Strict: exactly the names
+/// `file_name` writes, at any width it writes (16 digits zero padded, up to 20 for the largest
+/// generations), so `"00000000000000099.jnl"` or `"+000000000000099.jnl"` are not journal files.
 pub(crate) fn parse_name(name: &str) -> Option<u64> {
     let stem = name.strip_suffix(".jnl")?;
-    if stem.len() != 16 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+    if !(16..=20).contains(&stem.len()) || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    stem.parse().ok()
+    let g: u64 = stem.parse().ok()?;
+    (file_name(g) == name).then_some(g)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_parse_strictly_at_every_width() {
+        for g in [0, 1, 99, 9_999_999_999_999_999, 10_000_000_000_000_000, u64::MAX] {
+            assert_eq!(super::parse_name(&super::file_name(g)), Some(g), "{g}");
+        }
+        for bad in [
+            "00000000000000099.jnl",
+            "+000000000000099.jnl",
+            "99.jnl",
+            "000000000000009x.jnl",
+            "0000000000000099.jnl.tmp",
+            "0000000000000099.jnl.ignored",
+            "18446744073709551616.jnl",
+            "000000000000000000099.jnl",
+        ] {
+            assert_eq!(super::parse_name(bad), None, "{bad}");
+        }
+    }
 }
 
 /// Position of a record: journal generation and byte offset.

@@ -16,10 +16,10 @@ use super::{parse_name, JournalPos};
 use crate::data::page::PAGE_HEADER;
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
-use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::storage::{OpenMode, Storage, StorageFile, SyncSite};
 use crate::txn::alloc::Geometry;
 use crate::{Error, Result};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,12 +47,17 @@ pub(crate) struct ScanEnd {
     pub last_txid: u64,
     pub next_page: u64,
     pub records: u64,
+    /// Generations of the files in which a record of this database verified: in the chain, or
+    /// after its end. Every file at or past the header's generation is read to its end, so a file
+    /// there that is missing here holds no record of this database.
+    pub verified: BTreeSet<u64>,
 }
 
 struct Files<'a> {
     storage: &'a dyn Storage,
     paths: &'a BTreeMap<u64, PathBuf>,
     open: HashMap<u64, (Arc<dyn StorageFile>, u64)>,
+    verified: BTreeSet<u64>,
 }
 
 impl Files<'_> {
@@ -94,7 +99,11 @@ impl Files<'_> {
             bytes.resize(rl as usize, 0);
             f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64).ctx("read journal")?;
         }
-        Ok(record::verify_and_decode(&h, &bytes, pos.generation, db_id).map(|p| (h, p)))
+        let found = record::verify_and_decode(&h, &bytes, pos.generation, db_id).map(|p| (h, p));
+        if found.is_some() {
+            self.verified.insert(pos.generation);
+        }
+        Ok(found)
     }
 }
 
@@ -105,7 +114,7 @@ pub(crate) fn scan(
     header: &Header,
     mut visit: impl FnMut(&RecordHeader, &[u8]) -> Result<()>,
 ) -> Result<ScanEnd> {
-    let mut files = Files { storage, paths, open: HashMap::new() };
+    let mut files = Files { storage, paths, open: HashMap::new(), verified: BTreeSet::new() };
     let mut pos = JournalPos { generation: header.journal_gen, offset: header.journal_offset };
     let mut expected = header.flushed_txid + 1;
     let mut next_page = header.next_page;
@@ -113,7 +122,8 @@ pub(crate) fn scan(
     loop {
         let mut found = files.record_at(pos, header.db_id)?;
         if found.is_none() {
-            let next = JournalPos { generation: pos.generation + 1, offset: 0 };
+            let Some(generation) = pos.generation.checked_add(1) else { break };
+            let next = JournalPos { generation, offset: 0 };
             if let Some((h, p)) = files.record_at(next, header.db_id)? {
                 if h.txid == expected {
                     pos = next;
@@ -157,7 +167,89 @@ pub(crate) fn scan(
             off += BLOCK as u64;
         }
     }
-    Ok(ScanEnd { last_txid: expected - 1, next_page, records })
+    Ok(ScanEnd { last_txid: expected - 1, next_page, records, verified: files.verified })
+}
+
+/// What opening does with the journal files of the directory once the log is replayed.
+pub(crate) struct Sorted {
+    /// Files of this database, every record of which is now in the data file: recycled or
+    /// removed by the caller. Their generations are at most `max_generation`.
+    pub retired: Vec<(u64, PathBuf)>,
+    /// The largest generation of a record of this database: the header's, or one that verified.
+    /// The next file gets a larger one; a file name never decides it.
+    pub max_generation: u64,
+    /// Files set aside as `<name>.ignored` (counted in `Stats::stray_journal_files`).
+    pub set_aside: u64,
+}
+
+/// Sort the journal files after replay (`end` is the replay's scan). A file earns trust only by
+/// what it holds, never by its name:
+/// - At or past the header's generation (read to the end by the scan): a file in which a record
+///   of this database verified is retired; one that holds none is removed when it is one of
+///   ours (a new file never written: zeros, or a recycled file whose old records carry another
+///   generation) and set aside otherwise (`*.jnl.ignored`, never read again).
+/// - Below it (every record flushed, nothing to replay), or the header's own file when nothing
+///   after the header's offset verified: retired when its first block is zeros or a record
+///   header of this database, set aside otherwise.
+///
+/// So the next generation is above every record of this database and above every file name
+/// left in the directory: a stray file cannot move it, nor be clobbered by a new one.
+pub(crate) fn sort_files(
+    storage: &dyn Storage,
+    header: &Header,
+    paths: BTreeMap<u64, PathBuf>,
+    end: &ScanEnd,
+) -> Result<Sorted> {
+    let mut out = Sorted { retired: Vec::new(), max_generation: header.journal_gen, set_aside: 0 };
+    for (g, p) in paths {
+        if end.verified.contains(&g) {
+            out.max_generation = out.max_generation.max(g);
+            out.retired.push((g, p));
+            continue;
+        }
+        let ours = first_block_is_ours(storage, &p, header.db_id)?;
+        if g <= header.journal_gen && ours {
+            out.retired.push((g, p));
+        } else if ours {
+            storage.remove(&p).ctx("remove unused journal file")?;
+        } else {
+            let aside = set_aside(storage, &p)?;
+            eprintln!(
+                "jackdaw: {} holds no journal record of this database; renamed to {} and ignored",
+                p.display(),
+                aside.display()
+            );
+            out.set_aside += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a journal file's first block is zeros (a new file never written) or starts with a
+/// record header of database `db_id` (of any generation).
+fn first_block_is_ours(storage: &dyn Storage, path: &Path, db_id: u64) -> Result<bool> {
+    let f = storage.open(path, OpenMode::ReadWrite).ctx("open journal file")?;
+    if f.len().ctx("journal length")? < BLOCK as u64 {
+        return Ok(false);
+    }
+    let mut first = vec![0u8; BLOCK];
+    f.read_exact_at(&mut first, 0).ctx("read journal")?;
+    Ok(first.iter().all(|b| *b == 0) || RecordHeader::decode(&first).is_some_and(|h| h.db_id == db_id))
+}
+
+/// Rename `path` to `<name>.ignored` (or `<name>.ignored.N` if that exists) and sync the directory.
+fn set_aside(storage: &dyn Storage, path: &Path) -> Result<PathBuf> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("journal");
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut aside = dir.join(format!("{name}.ignored"));
+    let mut n = 1;
+    while storage.exists(&aside) {
+        aside = dir.join(format!("{name}.ignored.{n}"));
+        n += 1;
+    }
+    storage.rename(path, &aside).ctx("set aside a stray journal file")?;
+    storage.sync_dir(dir, SyncSite::JournalDir).ctx("sync journal directory")?;
+    Ok(aside)
 }
 
 /// Replay every record after the header into the data file (not synced: the caller syncs and

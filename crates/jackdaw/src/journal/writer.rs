@@ -241,6 +241,11 @@ impl Journal {
         self.durable_txid
     }
 
+    /// The generation the next new journal file gets: above every file this journal wrote.
+    pub(crate) fn next_generation(&self) -> u64 {
+        self.next_generation
+    }
+
     pub(crate) fn files(&self) -> (usize, u64) {
         let all = self.live.iter().chain(self.cur.iter());
         let (n, b) = all.fold((0, 0), |(n, b), f| (n + 1, b + f.len));
@@ -410,7 +415,9 @@ impl Journal {
     fn rotate(&mut self, need: u64) -> Result<()> {
         let size = self.next_file_bytes.max(need);
         let generation = self.next_generation;
-        self.next_generation += 1;
+        self.next_generation = generation
+            .checked_add(1)
+            .ok_or_else(|| Error::Invalid("the journal has used every generation a file name can carry".into()))?;
         let target = path(&self.dir, generation);
         // Prefer a retired file of sufficient size.
         let mut reused = false;
