@@ -6,6 +6,7 @@ use crate::data::file::{grown_len, FIRST_BITMAP_PAGE, FIRST_FREE_PAGE, META_PAGE
 use crate::data::page::{self, PageKind};
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
+use crate::ids::TxId;
 use crate::journal::{self, recovery, Journal};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
@@ -148,6 +149,49 @@ impl Env {
     /// The database directory.
     pub fn path(&self) -> &Path {
         &self.core().dir
+    }
+
+    /// Make every committed transaction durable: every transaction whose `commit()` has
+    /// returned, whatever its durability (`Buffered`, `None`), is on the device when this
+    /// returns, and so is every earlier one. Returns the id of the last transaction made durable.
+    ///
+    /// This is how a stream of `Buffered` commits is grouped under one device sync (a Raft log
+    /// acknowledges a group of appends after one `sync()`). It takes no write transaction: it
+    /// runs while another thread holds one (a commit racing with it may or may not be covered;
+    /// the returned id says). A failed sync poisons the environment, like a failed commit.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use jackdaw::{Durability, Env, Options};
+    /// let env = Env::open(dir.path(), Options::default().durability(Durability::Buffered))?;
+    /// let mut last = None;
+    /// for i in 0u32..10 {
+    ///     let mut tx = env.write()?;
+    ///     let log = match tx.open_tree("log")? { Some(t) => t, None => tx.create_tree("log")? };
+    ///     tx.put(&log, i.to_be_bytes(), b"entry")?;
+    ///     last = Some(tx.commit()?.txid);
+    /// }
+    /// let durable = env.sync()?; // one device sync for the ten commits
+    /// assert!(durable.get() >= last.unwrap());
+    /// # Ok::<(), jackdaw::Error>(())
+    /// ```
+    pub fn sync(&self) -> Result<TxId> {
+        let core = self.core();
+        if core.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(why) = core.poisoned.lock().clone() {
+            return Err(Error::Poisoned(why));
+        }
+        let target = core.committed().txid;
+        {
+            let j = core.journal.lock();
+            if j.failed() {
+                return Err(Error::Poisoned("an earlier journal write failed".into()));
+            }
+        }
+        Journal::make_durable(&core.journal, target).inspect_err(|e| core.poison(e))?;
+        Ok(TxId::new(core.journal.lock().durable_txid()))
     }
 
     /// A picture of the environment.

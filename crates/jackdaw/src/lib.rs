@@ -14,6 +14,7 @@ mod batch;
 mod data;
 mod env;
 mod error;
+mod ids;
 mod journal;
 mod options;
 mod stats;
@@ -40,6 +41,7 @@ pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
 pub use error::{Error, Result};
+pub use ids::TxId;
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
 /// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).
 #[cfg(feature = "shuttle")]

@@ -1,0 +1,51 @@
+//! Identifiers that cross the public API: transaction ids and page numbers, as newtypes so that
+//! one cannot be passed where the other is expected.
+
+use std::fmt;
+
+/// A transaction id. Committed transactions are numbered 1, 2, 3, … in commit order; 0 is the
+/// empty database (and the id of an empty transaction, which writes nothing). Ids only grow, and
+/// a snapshot's id is the last transaction it sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TxId(u64);
+
+impl TxId {
+    /// The id numbered `n`.
+    pub const fn new(n: u64) -> TxId {
+        TxId(n)
+    }
+    /// The number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<u64> for TxId {
+    fn from(n: u64) -> TxId {
+        TxId(n)
+    }
+}
+
+impl From<TxId> for u64 {
+    fn from(t: TxId) -> u64 {
+        t.0
+    }
+}
+
+impl PartialEq<u64> for TxId {
+    fn eq(&self, other: &u64) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialOrd<u64> for TxId {
+    fn partial_cmp(&self, other: &u64) -> Option<std::cmp::Ordering> {
+        self.0.partial_cmp(other)
+    }
+}
+
+impl fmt::Display for TxId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "transaction {}", self.0)
+    }
+}
