@@ -294,7 +294,11 @@ fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch
             Op::MultiPut(n, k, v) | Op::MultiDelete(n, k, v) => {
                 let max = max_key_size(ps);
                 if v.len() > max {
-                    return Err(Error::ValueTooLarge { len: v.len() as u64, max: max as u64 });
+                    return Err(Error::ValueTooLarge {
+                        len: v.len() as u64,
+                        max: max as u64,
+                        limit: crate::error::Limit::MultiValue,
+                    });
                 }
                 (n, k, true)
             }

@@ -303,7 +303,16 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
 
 fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
-    storage.create_dir_all(dir).ctx("create database directory")?;
+    if let Err(e) = storage.create_dir_all(dir) {
+        if e.kind() == std::io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTDIR) {
+            return Err(Error::NotADatabase(format!(
+                "{} is a file, not a directory; Env::open takes the directory that holds (or will hold) the \
+                 database's files",
+                dir.display()
+            )));
+        }
+        return Err(Error::io("create database directory", e));
+    }
     let lock = storage.lock(&dir.join(LOCK_FILE)).ctx("lock database")?.ok_or(Error::Locked)?;
     let journal_dir = dir.join(journal::DIR);
     storage.create_dir_all(&journal_dir).ctx("create journal directory")?;

@@ -13,19 +13,25 @@ pub enum Error {
     /// An operating-system I/O call failed (the call site is named).
     #[error("I/O error during {op}: {source}")]
     Io { op: &'static str, source: Arc<io::Error> },
-    /// Data read from disk failed a check. `page` is the page number when one is known; `check()`
-    /// reports every problem it found in `reason`, one per line.
-    #[error("database corrupted (page {page:?}): {reason}")]
+    /// Data read from disk failed a check. `page` is the data file page number when one is known.
+    #[error("the database is damaged{}: {reason}", at_page(page))]
     Corrupted { page: Option<u64>, reason: String },
     /// Another `Env` (in this process or another) has the database open.
     #[error("the database is locked by another Env (this or another process)")]
     Locked,
-    /// A key longer than the tree allows.
-    #[error("key of {len} bytes exceeds the maximum of {max}")]
-    KeyTooLarge { len: usize, max: usize },
-    /// A value longer than the engine allows.
-    #[error("value of {len} bytes exceeds the maximum of {max}")]
-    ValueTooLarge { len: u64, max: u64 },
+    /// A key longer than the tree allows; `limit` says which limit (see the crate docs' table).
+    #[error("a {limit} of {len} bytes is over the limit of {max} bytes; use a shorter one")]
+    KeyTooLarge { len: usize, max: usize, limit: Limit },
+    /// A value longer than the engine allows; `limit` says which limit.
+    #[error("a {limit} of {len} bytes is over the limit of {max} bytes")]
+    ValueTooLarge { len: u64, max: u64, limit: Limit },
+    /// A tree name longer than `max_tree_name(page_size)` bytes.
+    #[error("a tree name of {len} bytes is over the limit of {max} bytes; use a shorter name")]
+    TreeNameTooLong { len: usize, max: usize },
+    /// A transaction whose journal record would pass the record format's limit (4 GiB of
+    /// payload): commit it in smaller transactions.
+    #[error("the transaction's journal record would take {bytes} bytes, over the limit of {max}; split it into smaller transactions")]
+    TransactionTooLarge { bytes: u64, max: u64 },
     /// An earlier write or sync failed; the environment refuses writes until it is reopened
     /// (an fsync is never retried: the kernel may already have dropped the dirty pages).
     #[error("the environment is poisoned by an earlier write failure ({0}); reopen it")]
@@ -60,6 +66,40 @@ pub enum Error {
     Invalid(String),
 }
 
+/// Which size limit a [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] names. The crate docs
+/// list every limit with its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// A key of a plain tree: `max_key_size(page_size)` (2,001 bytes at 4 KiB pages).
+    Key,
+    /// A key of a multi-value tree: `max_tree_name(page_size)` (1,953 bytes at 4 KiB pages).
+    MultiKey,
+    /// A value of a plain tree: `MAX_VALUE_SIZE` (4 GiB − 1).
+    Value,
+    /// One value under a key of a multi-value tree: `max_key_size(page_size)` (2,001 bytes at
+    /// 4 KiB pages; the values are keys of a nested tree).
+    MultiValue,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limit::Key => "key",
+            Limit::MultiKey => "key of a multi-value tree",
+            Limit::Value => "value",
+            Limit::MultiValue => "value of a multi-value tree",
+        })
+    }
+}
+
+fn at_page(page: &Option<u64>) -> String {
+    match page {
+        Some(p) => format!(" at page {p} of the data file"),
+        None => String::new(),
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -84,5 +124,77 @@ pub(crate) trait IoContext<T> {
 impl<T> IoContext<T> for io::Result<T> {
     fn ctx(self, op: &'static str) -> Result<T> {
         self.map_err(|e| Error::io(op, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One value of every variant; the match is exhaustive, so a new variant must be added here.
+    fn every_variant() -> Vec<Error> {
+        let all = vec![
+            Error::io("journal write", io::Error::from_raw_os_error(libc::ENOSPC)),
+            Error::corrupted(Some(12207), "checksum mismatch"),
+            Error::corrupted(None, "journal record 7 lowers the page high-water mark"),
+            Error::Locked,
+            Error::KeyTooLarge { len: 3000, max: 2001, limit: Limit::Key },
+            Error::KeyTooLarge { len: 3000, max: 1953, limit: Limit::MultiKey },
+            Error::ValueTooLarge { len: 5 << 30, max: u32::MAX as u64, limit: Limit::Value },
+            Error::ValueTooLarge { len: 3000, max: 2001, limit: Limit::MultiValue },
+            Error::TreeNameTooLong { len: 10000, max: 1953 },
+            Error::TransactionTooLarge { bytes: 5 << 30, max: u32::MAX as u64 },
+            Error::Poisoned("journal fdatasync failed".into()),
+            Error::NotADatabase("random bytes".into()),
+            Error::IncompatibleFormat("format version 9".into()),
+            Error::Closed,
+            Error::Busy("this thread holds the write transaction"),
+            Error::PinnedLimit { pinned_bytes: 2 << 30, cap_bytes: 1 << 30 },
+            Error::NoSuchTree("albums".into()),
+            Error::WrongTreeKind("albums".into()),
+            Error::TreeExists("albums".into()),
+            Error::Invalid("page size 1000".into()),
+        ];
+        for e in &all {
+            match e {
+                Error::Io { .. }
+                | Error::Corrupted { .. }
+                | Error::Locked
+                | Error::KeyTooLarge { .. }
+                | Error::ValueTooLarge { .. }
+                | Error::TreeNameTooLong { .. }
+                | Error::TransactionTooLarge { .. }
+                | Error::Poisoned(_)
+                | Error::NotADatabase(_)
+                | Error::IncompatibleFormat(_)
+                | Error::Closed
+                | Error::Busy(_)
+                | Error::PinnedLimit { .. }
+                | Error::NoSuchTree(_)
+                | Error::WrongTreeKind(_)
+                | Error::TreeExists(_)
+                | Error::Invalid(_) => {}
+            }
+        }
+        all
+    }
+
+    /// Every message reads as a sentence: no `Some(`/`None` of a debug-printed option, no raw
+    /// struct syntax, and the page of a `Corrupted` error said in words.
+    #[test]
+    fn every_error_message_reads_as_a_sentence() {
+        for e in every_variant() {
+            let m = e.to_string();
+            println!("{m}");
+            assert!(!m.contains("Some(") && !m.contains("None"), "{m}");
+            assert!(!m.contains('{') && !m.contains("::"), "{m}");
+            assert!(m.len() > 12, "{m}");
+        }
+        let m = Error::corrupted(Some(12207), "checksum mismatch").to_string();
+        assert_eq!(m, "the database is damaged at page 12207 of the data file: checksum mismatch");
+        let m = Error::TreeNameTooLong { len: 10000, max: 1953 }.to_string();
+        assert!(m.contains("tree name of 10000 bytes") && !m.contains("key"), "{m}");
+        let m = Error::ValueTooLarge { len: 3000, max: 2001, limit: Limit::MultiValue }.to_string();
+        assert!(m.contains("value of a multi-value tree"), "{m}");
     }
 }

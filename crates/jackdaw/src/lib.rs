@@ -40,7 +40,7 @@ pub use batch::{BatchHandle, WriteBatch};
 pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
-pub use error::{Error, Result};
+pub use error::{Error, Limit, Result};
 pub use ids::TxId;
 pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
 /// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).

@@ -32,7 +32,7 @@ fn with_tree(name: &str) -> (TmpDir, Env, Tree) {
 #[track_caller]
 fn is_key_too_large<T: std::fmt::Debug>(r: jackdaw::Result<T>, len: usize) {
     match r {
-        Err(Error::KeyTooLarge { len: l, max }) => {
+        Err(Error::KeyTooLarge { len: l, max, .. }) => {
             assert_eq!((l, max), (len, MAX_KEY));
         }
         other => panic!("expected KeyTooLarge {{ len: {len}, max: {MAX_KEY} }}, got {other:?}"),
@@ -86,10 +86,11 @@ fn oversized_key_is_rejected_by_put_put_reader_and_tree_names() {
     let long_name = "n".repeat(max_name + 1);
     for r in [tx.create_tree(&long_name).map(|_| ()), tx.rename_tree("t", &long_name)] {
         match r {
-            Err(Error::KeyTooLarge { len, max }) => {
-                assert_eq!((len, max), (max_name + 1, max_name))
+            Err(e @ Error::TreeNameTooLong { len, max }) => {
+                assert_eq!((len, max), (max_name + 1, max_name));
+                assert!(e.to_string().contains("tree name") && !e.to_string().contains("key"), "{e}");
             }
-            other => panic!("expected KeyTooLarge for a long tree name, got {other:?}"),
+            other => panic!("expected TreeNameTooLong for a long tree name, got {other:?}"),
         }
     }
     // The largest key is fine, and the transaction is still usable after the errors.
@@ -111,7 +112,7 @@ fn oversized_key_on_get_and_delete_finds_nothing() {
     let big = vec![b'k'; MAX_KEY + 1];
     let none_or_too_large = |r: jackdaw::Result<bool>, what: &str| match r {
         Ok(false) => {}
-        Err(Error::KeyTooLarge { len, max }) => {
+        Err(Error::KeyTooLarge { len, max, .. }) => {
             assert_eq!((len, max), (MAX_KEY + 1, MAX_KEY), "{what}")
         }
         other => panic!("{what}: expected Ok(None/false) or KeyTooLarge, got {other:?}"),
@@ -134,7 +135,7 @@ fn oversized_value_is_rejected_before_reading_it() {
     let mut tx = env.write().unwrap();
     let r = tx.put_reader(&t, b"big", MAX_VALUE_SIZE + 1, Untouchable);
     match r {
-        Err(Error::ValueTooLarge { len, max }) => {
+        Err(Error::ValueTooLarge { len, max, .. }) => {
             assert_eq!((len, max), (MAX_VALUE_SIZE + 1, MAX_VALUE_SIZE))
         }
         other => panic!("expected ValueTooLarge, got {other:?}"),
@@ -528,7 +529,7 @@ fn regression_tree_names_longer_than_1953_bytes_are_rejected() {
     match tx.create_tree(&name) {
         Ok(h) => tx.put(&h, b"k", b"v").unwrap(),
         // A clean refusal would be acceptable (the name is within max_key_size, though).
-        Err(Error::KeyTooLarge { .. } | Error::Invalid(_)) => {}
+        Err(Error::TreeNameTooLong { .. } | Error::Invalid(_)) => {}
         Err(e) => {
             let _ = tx.commit();
             let check = env.check().map(|_| ());

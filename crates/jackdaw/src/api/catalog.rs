@@ -24,7 +24,7 @@ pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
     }
     let max = max_tree_name(page_size);
     if name.len() > max {
-        return Err(Error::KeyTooLarge { len: name.len(), max });
+        return Err(Error::TreeNameTooLong { len: name.len(), max });
     }
     Ok(())
 }

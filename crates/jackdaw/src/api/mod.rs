@@ -143,14 +143,14 @@ impl<const N: usize> PartialEq<&[u8; N]> for Bytes {
 pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
     let max = max_key_size(page_size);
     if key.len() > max {
-        return Err(Error::KeyTooLarge { len: key.len(), max });
+        return Err(Error::KeyTooLarge { len: key.len(), max, limit: crate::error::Limit::Key });
     }
     Ok(())
 }
 
 pub(crate) fn check_value_len(len: u64) -> Result<()> {
     if len > MAX_VALUE_SIZE {
-        return Err(Error::ValueTooLarge { len, max: MAX_VALUE_SIZE });
+        return Err(Error::ValueTooLarge { len, max: MAX_VALUE_SIZE, limit: crate::error::Limit::Value });
     }
     Ok(())
 }

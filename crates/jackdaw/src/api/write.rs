@@ -5,6 +5,7 @@ use super::iter::{owned_bounds, prefix_bounds, Cursor, TxSource, Values, WriteRa
 use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
+use crate::error::Limit;
 use crate::options::Durability;
 use crate::stats::CommitStats;
 use crate::tree::btree::{self, LeafCache};
@@ -24,7 +25,7 @@ use std::sync::Arc;
 pub(crate) fn check_multi_key(key: &[u8], page_size: usize) -> Result<()> {
     let max = catalog::max_tree_name(page_size);
     if key.len() > max {
-        return Err(Error::KeyTooLarge { len: key.len(), max });
+        return Err(Error::KeyTooLarge { len: key.len(), max, limit: Limit::MultiKey });
     }
     Ok(())
 }
@@ -331,7 +332,7 @@ impl WriteTxn {
         check_multi_key(key, ps)?;
         let max = crate::tree::node::max_key_size(ps);
         if value.len() > max {
-            return Err(Error::ValueTooLarge { len: value.len() as u64, max: max as u64 });
+            return Err(Error::ValueTooLarge { len: value.len() as u64, max: max as u64, limit: Limit::MultiValue });
         }
         Ok(())
     }

@@ -410,7 +410,7 @@ pub(crate) const COMPRESS_MIN: usize = 64 << 10;
 pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
     let raw = payload.buf;
     let raw_len = u32::try_from(raw.len())
-        .map_err(|_| Error::Invalid("transaction too large for one journal record (4 GiB)".into()))?;
+        .map_err(|_| Error::TransactionTooLarge { bytes: raw.len() as u64, max: u32::MAX as u64 })?;
     let (stored, flags) = if raw.len() >= COMPRESS_MIN {
         let c = lz4_flex::block::compress(&raw);
         if c.len() < raw.len() - raw.len() / 8 {
