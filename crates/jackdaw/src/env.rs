@@ -45,6 +45,10 @@ impl Drop for Handle {
 
 impl Handle {
     fn close(&self) -> Result<()> {
+        // Inside `check_with`'s callback this thread holds the flush lock the final flush needs.
+        if crate::txn::write::checking_on_this_thread(&self.core) {
+            return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
+        }
         if let Some(m) = self.merger.lock().take() {
             m.stop();
         }
@@ -105,6 +109,10 @@ impl Env {
         if self.core().closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        // Inside `check_with`'s callback this thread holds the flush lock (a `WriteTxn` does not).
+        if crate::txn::write::checking_on_this_thread(self.core()) {
+            return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
+        }
         flusher::flush_once(self.core())
     }
 
@@ -132,8 +140,8 @@ impl Env {
         if core.closed.load(Ordering::Acquire) {
             return refuse(Error::Closed);
         }
-        if crate::txn::write::held_by_this_thread(core) {
-            return refuse(Error::Busy("this thread holds the write transaction"));
+        if let Err(e) = crate::txn::write::refuse_if_held(core) {
+            return refuse(e);
         }
         let mut m = self.handle.merger.lock();
         if m.is_none() {
@@ -432,14 +440,21 @@ fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
 where
     F: FnOnce(&ReadTxn, &mut Vec<String>) -> Vec<u64>,
 {
+    // A thread holding the write transaction (or inside `check_with`) would wait for itself.
+    crate::txn::write::refuse_if_held(core)?;
     // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
     let _w = core.writer.lock();
+    let _mark = crate::txn::write::CheckMark::new(core);
     // Wait for pipelined commits in flight to become visible.
     {
         let mut j = core.journal.lock();
         let prepared = core.prepared.lock().txid;
         core.journal_cv
             .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
+    }
+    // After a write failure the files may lack what memory holds: not "corrupted", poisoned.
+    if let Some(m) = core.poisoned.lock().as_ref() {
+        return Err(Error::Poisoned(m.clone()));
     }
     // And the flusher: the header and the journal files must not move while they are read.
     let flush_state = core.flush_state.lock();
