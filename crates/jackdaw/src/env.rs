@@ -9,7 +9,7 @@ use crate::error::IoContext;
 use crate::journal::{self, recovery, Journal};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
-use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
+use crate::storage::{JournalIo, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
 use crate::sync::thread::JoinHandle;
 use crate::sync::AtomicBool;
 use crate::sync::{Condvar, Mutex};
@@ -265,16 +265,37 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     Ok(())
 }
 
+/// The `lock` file's and the data file's locks, held together.
+struct Locks {
+    _lock_file: Box<dyn LockGuard>,
+    _data_file: Box<dyn LockGuard>,
+}
+impl LockGuard for Locks {}
+
+/// Lock `path` for the database in `dir`, or `Error::Locked` naming `dir` and the holder.
+fn take_lock(storage: &dyn Storage, dir: &Path, path: &Path, target: LockTarget) -> Result<Box<dyn LockGuard>> {
+    match storage.lock(path, target).ctx("lock database")? {
+        LockAttempt::Acquired(g) => Ok(g),
+        LockAttempt::Held { pid } => Err(Error::Locked { path: dir.to_path_buf(), pid }),
+    }
+}
+
 fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
     storage.create_dir_all(dir).ctx("create database directory")?;
-    let lock = storage.lock(&dir.join(LOCK_FILE)).ctx("lock database")?.ok_or(Error::Locked)?;
+    // The `lock` file first (the data file may not exist yet), then the data file once it does:
+    // both held while open, so deleting the `lock` file lets no second Env in.
+    let lock = take_lock(storage.as_ref(), dir, &dir.join(LOCK_FILE), LockTarget::LockFile)?;
     let journal_dir = dir.join(journal::DIR);
     storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
     let data_path = dir.join(DATA_FILE);
     if !storage.exists(&data_path) {
         create(storage.as_ref(), dir, &opts)?;
     }
+    let lock: Box<dyn LockGuard> = Box::new(Locks {
+        _lock_file: lock,
+        _data_file: take_lock(storage.as_ref(), dir, &data_path, LockTarget::Existing)?,
+    });
     let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
     let mut header = DataFile::read_headers(file.as_ref())?;
     let ps = header.page_size as usize;

@@ -4,6 +4,7 @@
 //! waiter of a group commit; `io::Error` is wrapped in an `Arc` for that reason.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything that can go wrong in Jackdaw.
@@ -17,9 +18,10 @@ pub enum Error {
     /// reports every problem it found in `reason`, one per line.
     #[error("database corrupted (page {page:?}): {reason}")]
     Corrupted { page: Option<u64>, reason: String },
-    /// Another `Env` (in this process or another) has the database open.
-    #[error("the database is locked by another Env (this or another process)")]
-    Locked,
+    /// Another `Env` (in this process or another) has the database in directory `path` open;
+    /// `pid` is the holder's process id when it could be found.
+    #[error("the database at {} is open in another Env ({}); close it first", path.display(), holder(*pid))]
+    Locked { path: PathBuf, pid: Option<u32> },
     /// A key longer than the tree allows.
     #[error("key of {len} bytes exceeds the maximum of {max}")]
     KeyTooLarge { len: usize, max: usize },
@@ -58,6 +60,15 @@ pub enum Error {
     /// An argument out of range (an option, a page number past the end, ...).
     #[error("invalid argument: {0}")]
     Invalid(String),
+}
+
+/// Who holds a lock, for `Error::Locked`'s message.
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(p) if p == std::process::id() => format!("process {p}, this one"),
+        Some(p) => format!("process {p}"),
+        None => "holder's process unknown".into(),
+    }
 }
 
 /// `Result` with [`Error`].

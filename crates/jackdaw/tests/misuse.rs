@@ -5,12 +5,19 @@
 //!   lock gets `Error::Busy`. Every such call runs on a thread of its own, watched with a 10 s
 //!   deadline, so that a regression fails instead of hanging the suite.
 //! - `check()` on a poisoned environment says `Poisoned`, not "corrupted".
+//! - The inter-process lock: the test binary re-executes itself as a child (`lock_child`, an
+//!   `#[ignore]`d test) that tries to open the parent's database; it must get `Error::Locked`
+//!   naming the directory and the parent's PID, also after the parent deleted the `lock` file.
 
+mod common;
 mod fault;
 
+use common::*;
 use fault::inject::{Call, Fault, FaultStorage, Plan};
 use jackdaw::storage::MemStorage;
 use jackdaw::{Durability, Env, Error, FlusherMode, Options, WriteBatch};
+use std::path::Path;
+use std::process::Command;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,4 +191,100 @@ fn check_on_a_poisoned_env_is_poisoned() {
     assert!(matches!(r, Err(Error::Poisoned(_))), "check() on a poisoned env: {r:?}");
     let r = env.check_with(|_| Ok(Vec::new()));
     assert!(matches!(r, Err(Error::Poisoned(_))), "check_with() on a poisoned env: {r:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The inter-process lock.
+
+const ENV_DIR: &str = "JACKDAW_LOCK_CHILD_DIR";
+const MARK: &str = "@@jackdaw-lock@@ ";
+
+/// The child: open the database in `JACKDAW_LOCK_CHILD_DIR` and print what happened. Started by
+/// the lock tests; without the variable it does nothing.
+#[test]
+#[ignore = "child process of the lock tests, started by them"]
+fn lock_child() {
+    let Ok(dir) = std::env::var(ENV_DIR) else { return };
+    match Env::open(&dir, test_opts()) {
+        Ok(env) => {
+            // It got in: write, to show what a second writer would do.
+            let mut tx = env.write().unwrap();
+            let t = tx.create_tree("child").unwrap();
+            tx.put(&t, "k", "v").unwrap();
+            tx.commit().unwrap();
+            println!("{MARK}OPENED");
+        }
+        Err(e @ Error::Locked { .. }) => println!("{MARK}LOCKED {e}"),
+        Err(e) => println!("{MARK}ERROR {e:?}"),
+    }
+}
+
+fn run_child(dir: &Path) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "lock_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(ENV_DIR, dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .find_map(|l| l.find(MARK).map(|i| &l[i + MARK.len()..]))
+        .unwrap_or_else(|| panic!("no result line: {stdout}"))
+        .to_string()
+}
+
+fn assert_locked_by_me(dir: &Path, line: &str) {
+    let me = std::process::id();
+    let msg = line.strip_prefix("LOCKED ").unwrap_or_else(|| panic!("the child was not refused: {line}"));
+    println!("the child was refused: {msg}");
+    assert!(msg.contains(&dir.display().to_string()), "the message does not name the path: {msg}");
+    assert!(msg.contains(&format!("process {me}")), "the message does not name the holder {me}: {msg}");
+    assert!(!msg.contains("Some(") && !msg.contains("None"), "the message shows an Option: {msg}");
+}
+
+/// A second process while the database is open: `Locked`, naming the directory and our PID.
+#[test]
+fn second_process_is_locked_out() {
+    let dir = tmpdir("lock-proc");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let line = run_child(dir.as_ref());
+    assert_locked_by_me(dir.as_ref(), &line);
+    drop(env);
+    // Released: the child gets in now.
+    assert_eq!(run_child(dir.as_ref()), "OPENED");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    env.check().unwrap();
+    // Without a known holder the message still reads as a sentence.
+    let msg = Error::Locked { path: dir.to_path_buf(), pid: None }.to_string();
+    assert!(
+        msg.contains(&dir.display().to_string()) && !msg.contains("None") && msg.ends_with("close it first"),
+        "{msg}"
+    );
+}
+
+/// Deleting the `lock` file while the database is open does not let a second process in: the
+/// data file itself is locked too (before the fix the child opened the database and wrote).
+#[test]
+fn deleting_the_lock_file_does_not_let_a_second_process_in() {
+    let dir = tmpdir("lock-deleted");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.put(&t, "k", "v").unwrap();
+    tx.commit().unwrap();
+    std::fs::remove_file(dir.as_ref().join("lock")).unwrap();
+    let line = run_child(dir.as_ref());
+    assert_locked_by_me(dir.as_ref(), &line);
+    // The same process cannot open it twice either.
+    assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked { .. })));
+    let mut tx = env.write().unwrap();
+    let t = tx.open_tree("t").unwrap().unwrap();
+    tx.put(&t, "k2", "v2").unwrap();
+    tx.commit().unwrap();
+    env.check().unwrap();
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    assert!(env.read().unwrap().open_tree("child").unwrap().is_none(), "the child wrote");
+    env.check().unwrap();
 }
