@@ -194,7 +194,11 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     // it: it would wait for itself; that transaction's commit then fails with `Closed`).
     let writer = if crate::txn::write::held_by_this_thread(core) { None } else { Some(core.writer.lock()) };
     if core.closed.swap(true, Ordering::AcqRel) {
-        return Ok(());
+        // Closed already: `Ok` only if nothing failed (a failed write must never read as `Ok`).
+        return match core.poisoned.lock().as_ref() {
+            Some(m) => Err(Error::Poisoned(m.clone())),
+            None => Ok(()),
+        };
     }
     drop(writer);
     // Commits prepared before the close get their records written (pipelined commits).
@@ -215,7 +219,8 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     }
     flusher::flush_once(core)?;
     let last = core.committed().txid;
-    Journal::make_durable(&core.journal, last)
+    // A failed journal write or sync poisons, here too (so that a second `close` is not `Ok`).
+    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))
 }
 
 fn new_db_id(opts: &Options) -> u64 {
