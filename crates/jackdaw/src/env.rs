@@ -10,7 +10,7 @@ use crate::ids::TxId;
 use crate::journal::{self, recovery, Journal};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
-use crate::storage::{JournalIo, OpenMode, Storage, SyncSite};
+use crate::storage::{JournalIo, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
 use crate::sync::thread::JoinHandle;
 use crate::sync::AtomicBool;
 use crate::sync::{Condvar, Mutex};
@@ -46,6 +46,10 @@ impl Drop for Handle {
 
 impl Handle {
     fn close(&self) -> Result<()> {
+        // Inside `check_with`'s callback this thread holds the flush lock the final flush needs.
+        if crate::txn::write::checking_on_this_thread(&self.core) {
+            return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
+        }
         if let Some(m) = self.merger.lock().take() {
             m.stop();
         }
@@ -106,6 +110,10 @@ impl Env {
         if self.core().closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        // Inside `check_with`'s callback this thread holds the flush lock (a `WriteTxn` does not).
+        if crate::txn::write::checking_on_this_thread(self.core()) {
+            return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
+        }
         flusher::flush_once(self.core())
     }
 
@@ -133,8 +141,8 @@ impl Env {
         if core.closed.load(Ordering::Acquire) {
             return refuse(Error::Closed);
         }
-        if crate::txn::write::held_by_this_thread(core) {
-            return refuse(Error::Busy("this thread holds the write transaction"));
+        if let Err(e) = crate::txn::write::refuse_if_held(core) {
+            return refuse(e);
         }
         let mut m = self.handle.merger.lock();
         if m.is_none() {
@@ -230,7 +238,11 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     // it: it would wait for itself; that transaction's commit then fails with `Closed`).
     let writer = if crate::txn::write::held_by_this_thread(core) { None } else { Some(core.writer.lock()) };
     if core.closed.swap(true, Ordering::AcqRel) {
-        return Ok(());
+        // Closed already: `Ok` only if nothing failed (a failed write must never read as `Ok`).
+        return match core.poisoned.lock().as_ref() {
+            Some(m) => Err(Error::Poisoned(m.clone())),
+            None => Ok(()),
+        };
     }
     drop(writer);
     // Commits prepared before the close get their records written (pipelined commits).
@@ -251,7 +263,8 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
     }
     flusher::flush_once(core)?;
     let last = core.committed().txid;
-    Journal::make_durable(&core.journal, last)
+    // A failed journal write or sync poisons, here too (so that a second `close` is not `Ok`).
+    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))
 }
 
 fn new_db_id(opts: &Options) -> u64 {
@@ -301,6 +314,21 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     Ok(())
 }
 
+/// The `lock` file's and the data file's locks, held together.
+struct Locks {
+    _lock_file: Box<dyn LockGuard>,
+    _data_file: Box<dyn LockGuard>,
+}
+impl LockGuard for Locks {}
+
+/// Lock `path` for the database in `dir`, or `Error::Locked` naming `dir` and the holder.
+fn take_lock(storage: &dyn Storage, dir: &Path, path: &Path, target: LockTarget) -> Result<Box<dyn LockGuard>> {
+    match storage.lock(path, target).ctx("lock database")? {
+        LockAttempt::Acquired(g) => Ok(g),
+        LockAttempt::Held { pid } => Err(Error::Locked { path: dir.to_path_buf(), pid }),
+    }
+}
+
 fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
     if let Err(e) = storage.create_dir_all(dir) {
@@ -313,13 +341,19 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         }
         return Err(Error::io("create database directory", e));
     }
-    let lock = storage.lock(&dir.join(LOCK_FILE)).ctx("lock database")?.ok_or(Error::Locked)?;
+    // The `lock` file first (the data file may not exist yet), then the data file once it does:
+    // both held while open, so deleting the `lock` file lets no second Env in.
+    let lock = take_lock(storage.as_ref(), dir, &dir.join(LOCK_FILE), LockTarget::LockFile)?;
     let journal_dir = dir.join(journal::DIR);
     storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
     let data_path = dir.join(DATA_FILE);
     if !storage.exists(&data_path) {
         create(storage.as_ref(), dir, &opts)?;
     }
+    let lock: Box<dyn LockGuard> = Box::new(Locks {
+        _lock_file: lock,
+        _data_file: take_lock(storage.as_ref(), dir, &data_path, LockTarget::Existing)?,
+    });
     let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
     let mut header = DataFile::read_headers(file.as_ref())?;
     let ps = header.page_size as usize;
@@ -490,14 +524,21 @@ fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
 where
     F: FnOnce(&ReadTxn, &mut Vec<String>) -> Vec<u64>,
 {
+    // A thread holding the write transaction (or inside `check_with`) would wait for itself.
+    crate::txn::write::refuse_if_held(core)?;
     // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
     let _w = core.writer.lock();
+    let _mark = crate::txn::write::CheckMark::new(core);
     // Wait for pipelined commits in flight to become visible.
     {
         let mut j = core.journal.lock();
         let prepared = core.prepared.lock().txid;
         core.journal_cv
             .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
+    }
+    // After a write failure the files may lack what memory holds: not "corrupted", poisoned.
+    if let Some(m) = core.poisoned.lock().as_ref() {
+        return Err(Error::Poisoned(m.clone()));
     }
     // And the flusher: the header and the journal files must not move while they are read.
     let flush_state = core.flush_state.lock();

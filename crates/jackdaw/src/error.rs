@@ -4,6 +4,7 @@
 //! waiter of a group commit; `io::Error` is wrapped in an `Arc` for that reason.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything that can go wrong in Jackdaw.
@@ -16,9 +17,10 @@ pub enum Error {
     /// Data read from disk failed a check. `page` is the data file page number when one is known.
     #[error("the database is damaged{}: {reason}", at_page(page))]
     Corrupted { page: Option<u64>, reason: String },
-    /// Another `Env` (in this process or another) has the database open.
-    #[error("the database is locked by another Env (this or another process)")]
-    Locked,
+    /// Another `Env` (in this process or another) has the database in directory `path` open;
+    /// `pid` is the holder's process id when it could be found.
+    #[error("the database at {} is open in another Env ({}); close it first", path.display(), holder(*pid))]
+    Locked { path: PathBuf, pid: Option<u32> },
     /// A key longer than the tree allows; `limit` says which limit (see the crate docs' table).
     #[error("a {limit} of {len} bytes is over the limit of {max} bytes; use a shorter one")]
     KeyTooLarge { len: usize, max: usize, limit: Limit },
@@ -100,6 +102,15 @@ fn at_page(page: &Option<u64>) -> String {
     }
 }
 
+/// Who holds a lock, for `Error::Locked`'s message.
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(p) if p == std::process::id() => format!("process {p}, this one"),
+        Some(p) => format!("process {p}"),
+        None => "holder's process unknown".into(),
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -137,7 +148,8 @@ mod tests {
             Error::io("journal write", io::Error::from_raw_os_error(libc::ENOSPC)),
             Error::corrupted(Some(12207), "checksum mismatch"),
             Error::corrupted(None, "journal record 7 lowers the page high-water mark"),
-            Error::Locked,
+            Error::Locked { path: std::path::PathBuf::from("/srv/db"), pid: Some(4242) },
+            Error::Locked { path: std::path::PathBuf::from("/srv/db"), pid: None },
             Error::KeyTooLarge { len: 3000, max: 2001, limit: Limit::Key },
             Error::KeyTooLarge { len: 3000, max: 1953, limit: Limit::MultiKey },
             Error::ValueTooLarge { len: 5 << 30, max: u32::MAX as u64, limit: Limit::Value },
@@ -159,7 +171,7 @@ mod tests {
             match e {
                 Error::Io { .. }
                 | Error::Corrupted { .. }
-                | Error::Locked
+                | Error::Locked { .. }
                 | Error::KeyTooLarge { .. }
                 | Error::ValueTooLarge { .. }
                 | Error::TreeNameTooLong { .. }

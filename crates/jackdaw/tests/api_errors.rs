@@ -340,13 +340,13 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
 #[test]
 fn second_open_is_locked() {
     let (dir, env) = open("err-locked");
-    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
     let clone = env.clone();
     drop(env);
-    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)), "a clone keeps the lock");
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })), "a clone keeps the lock");
     drop(clone);
     let env = Env::open(&dir, test_opts()).unwrap();
-    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked)));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
     env.check().unwrap();
 }
 

@@ -61,7 +61,7 @@ fn abort_discards_pages_and_allocations() {
 fn second_open_is_locked() {
     let dir = tmpdir("locked");
     let env = Env::open(&dir, test_opts()).unwrap();
-    assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked)));
+    assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked { .. })));
     drop(env);
     Env::open(&dir, test_opts()).unwrap();
 }

@@ -471,3 +471,121 @@ fn every_io_call_fails_in_turn() {
     assert_eq!(total.reopen_ok, total.cases);
     let _ = Fault::Eio;
 }
+
+// ---------------------------------------------------------------------------------------------
+// After a failed journal write or sync, nothing returns Ok.
+
+/// What a scenario or a probe does.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Commit(Durability),
+    /// A `Sync` commit that changes nothing (a durability barrier).
+    EmptySync,
+    Batch,
+    Flush,
+    Close,
+}
+
+fn do_op(env: &Env, op: Op) -> Result<(), Error> {
+    match op {
+        Op::Commit(d) => {
+            let mut tx = env.write()?;
+            tx.set_durability(d);
+            let t = match tx.open_tree("t")? {
+                Some(t) => t,
+                None => tx.create_tree("t")?,
+            };
+            let n = tx.txid();
+            tx.put(&t, format!("k{n}"), vec![n as u8; 100])?;
+            tx.commit().map(|_| ())
+        }
+        Op::EmptySync => {
+            let mut tx = env.write()?;
+            tx.set_durability(Durability::Sync);
+            tx.commit().map(|_| ())
+        }
+        Op::Batch => {
+            let mut b = jackdaw::WriteBatch::new();
+            b.put("t", "batch", "v");
+            env.write_batch(b)
+        }
+        Op::Flush => env.flush(),
+        Op::Close => env.close(),
+    }
+}
+
+/// For every way a journal record reaches the disk (a `Sync` commit's direct write, a `Buffered`
+/// commit, a `Sync` commit after a `None` one (buffered path, its `fdatasync`), an empty `Sync`
+/// commit, a batch, a flush's and a close's `make_durable` of pending `None` records), the
+/// journal write or sync fails once (a transient fault: the next call would succeed, so nothing
+/// but the engine's own memory of the failure stands between a later call and a false `Ok`).
+/// Then every later commit (each mode, and empty), batch, flush, close, and a second close, must
+/// return an error. Before the fix a second `close()` returned `Ok` (and a failed `make_durable`
+/// in `close` did not poison), and `make_durable` answered `Ok` without looking at the journal's
+/// failure when its target was already durable.
+#[test]
+fn nothing_returns_ok_after_a_failed_journal_write_or_sync() {
+    use Durability::*;
+    let scenarios: Vec<(&str, Vec<Op>, Op, Call)> = vec![
+        ("Sync commit (direct write)", vec![Op::Commit(Sync)], Op::Commit(Sync), Call::Write),
+        ("Buffered commit", vec![Op::Commit(Sync)], Op::Commit(Buffered), Call::Write),
+        ("Sync commit after None (write)", vec![Op::Commit(Sync), Op::Commit(None)], Op::Commit(Sync), Call::Write),
+        ("Sync commit after None (sync)", vec![Op::Commit(Sync), Op::Commit(None)], Op::Commit(Sync), Call::Sync),
+        ("empty Sync commit after None (write)", vec![Op::Commit(Sync), Op::Commit(None)], Op::EmptySync, Call::Write),
+        (
+            "empty Sync commit after Buffered (sync)",
+            vec![Op::Commit(Sync), Op::Commit(Buffered)],
+            Op::EmptySync,
+            Call::Sync,
+        ),
+        ("write_batch", vec![Op::Commit(Sync)], Op::Batch, Call::Write),
+        ("flush after None (write)", vec![Op::Commit(Sync), Op::Commit(None)], Op::Flush, Call::Write),
+        ("flush after Buffered (sync)", vec![Op::Commit(Sync), Op::Commit(Buffered)], Op::Flush, Call::Sync),
+        ("close after None (write)", vec![Op::Commit(Sync), Op::Commit(None)], Op::Close, Call::Write),
+        ("close after Buffered (sync)", vec![Op::Commit(Sync), Op::Commit(Buffered)], Op::Close, Call::Sync),
+    ];
+    let probes = [
+        Op::Commit(None),
+        Op::Commit(Buffered),
+        Op::Commit(Sync),
+        Op::EmptySync,
+        Op::Batch,
+        Op::Flush,
+        Op::Close,
+        Op::Close,
+    ];
+    let mut bad = Vec::new();
+    for (name, setup, op, kind) in &scenarios {
+        // Dry run: where the operation's first call of that kind is.
+        let fs = FaultStorage::new(MemStorage::new(), Option::None);
+        let env = Env::open(DIR, opts(Arc::new(fs.clone()))).unwrap();
+        for s in setup {
+            do_op(&env, *s).unwrap();
+        }
+        let from = fs.calls().len();
+        do_op(&env, *op).unwrap_or_else(|e| panic!("{name}: dry run: {e}"));
+        let at =
+            from + fs.calls()[from..].iter().position(|c| c == kind).unwrap_or_else(|| panic!("{name}: no {kind:?}"));
+        drop(env);
+        // The run with that call failing once.
+        let plan = Plan { at: at as u64, fault: Fault::Eio, persistent: false };
+        let fs = FaultStorage::new(MemStorage::new(), Some(plan));
+        let env = Env::open(DIR, opts(Arc::new(fs.clone()))).unwrap();
+        for s in setup {
+            do_op(&env, *s).unwrap();
+        }
+        let r = do_op(&env, *op);
+        assert_eq!(fs.fired(), Some((at as u64, *kind)), "{name}: the fault did not fire where planned");
+        assert!(r.is_err(), "{name}: the failing operation returned Ok");
+        let mut got = Vec::new();
+        for p in probes {
+            let r = do_op(&env, p);
+            if r.is_ok() {
+                bad.push(format!("{name}: then {p:?} returned Ok"));
+            }
+            got.push(format!("{p:?}: {}", r.err().map(|e| err_kind(&e)).unwrap_or("OK")));
+        }
+        println!("{name}: {} -> {}", r.err().map(|e| err_kind(&e)).unwrap_or("OK"), got.join(", "));
+    }
+    assert!(bad.is_empty(), "calls returned Ok after a failed journal write or sync:\n{}", bad.join("\n"));
+}

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use jackdaw::storage::{FsStorage, JournalHandles, LockGuard, OpenMode, Storage, StorageFile, SyncSite};
+use jackdaw::storage::{FsStorage, JournalHandles, LockAttempt, LockTarget, OpenMode, Storage, StorageFile, SyncSite};
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::io;
 use std::path::Path;
@@ -150,8 +150,8 @@ impl Storage for NoSpare {
     fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()> {
         FsStorage.sync_dir(path, site)
     }
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        FsStorage.lock(path)
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
+        FsStorage.lock(path, target)
     }
 }
 

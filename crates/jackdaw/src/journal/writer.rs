@@ -376,6 +376,12 @@ impl Journal {
     pub(crate) fn make_durable(journal: &Mutex<Journal>, txid: u64) -> Result<()> {
         let (files, written, gate, counters) = {
             let mut j = journal.lock();
+            // After a failed write or sync, what reached the disk is unknown (records written
+            // after the failure are missing, a deferred record may have been dropped from
+            // `pending`): nothing is promised any more, whatever `durable_txid` says.
+            if j.failed {
+                return Err(Error::Poisoned("an earlier journal write or sync failed".into()));
+            }
             if j.durable_txid >= txid {
                 return Ok(());
             }
@@ -558,6 +564,32 @@ mod tests {
         assert!(matches!(gate.sync(&files, &counters), Err(Error::Poisoned(_))));
         assert_eq!(syncs.load(Ordering::SeqCst), 1, "the second sync must not reach the file");
         assert_eq!(counters.syncs[SyncSite::JournalData.index()].load(Ordering::SeqCst), 0);
+    }
+
+    /// Once an append or a sync failed, `make_durable` fails too, even for a target that was
+    /// durable before the failure (it used to answer `Ok` whenever `durable_txid >= txid`, and,
+    /// for a later target, to write nothing, sync nothing and answer `Ok` after a failed
+    /// `write_pending` had already taken the pending records).
+    #[test]
+    fn make_durable_fails_after_a_failed_append() {
+        let mem: Arc<dyn Storage> = Arc::new(MemStorage::new());
+        let f: Arc<dyn StorageFile> = Hooked::new("/a", || Ok(()));
+        let j = Journal::new(mem, PathBuf::from("/"), 1, 64 << 10, 0, Arc::default(), 0, 0, Vec::new(), false);
+        let j = Arc::new(Mutex::new(j));
+        {
+            let mut g = j.lock();
+            g.mark_dirty(&f);
+            g.written_txid = 2;
+        }
+        Journal::make_durable(&j, 2).unwrap();
+        // Record 3 was a `None` record whose deferred write failed (`append` sets `failed`).
+        {
+            let mut g = j.lock();
+            g.last_txid = 3;
+            g.failed = true;
+        }
+        assert!(matches!(Journal::make_durable(&j, 2), Err(Error::Poisoned(_))), "target durable before the failure");
+        assert!(matches!(Journal::make_durable(&j, 3), Err(Error::Poisoned(_))), "target after it");
     }
 
     /// `make_durable` syncs outside the journal lock, and afterwards clears only what its sync

@@ -3,7 +3,9 @@
 //! memory the writes go to, in fixed chunks that never move, like a file's page cache.
 
 use super::sys::SharedChunk;
-use super::{JournalHandles, JournalIo, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
+use super::{
+    JournalHandles, JournalIo, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile, SyncSite,
+};
 use crate::sync::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IoSlice};
@@ -184,12 +186,16 @@ impl Storage for MemStorage {
     fn sync_dir(&self, _path: &Path, _site: SyncSite) -> io::Result<()> {
         Ok(())
     }
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+    /// Locks by path, held by this process (the lock file is not created: it holds nothing here).
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
         let mut fs = self.inner.lock();
-        if !fs.locks.insert(path.to_path_buf()) {
-            return Ok(None);
+        if target == LockTarget::Existing && !fs.files.contains_key(path) {
+            return Err(not_found(path));
         }
-        Ok(Some(Box::new(MemLock { fs: self.inner.clone(), path: path.to_path_buf() })))
+        if !fs.locks.insert(path.to_path_buf()) {
+            return Ok(LockAttempt::Held { pid: Some(std::process::id()) });
+        }
+        Ok(LockAttempt::Acquired(Box::new(MemLock { fs: self.inner.clone(), path: path.to_path_buf() })))
     }
 }
 

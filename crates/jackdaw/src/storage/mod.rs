@@ -122,9 +122,31 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Make the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()>;
-    /// Take the exclusive lock of a database: `Ok(None)` when someone else holds it.
-    /// Uses open-file-description locks (`flock`), so a second open in the same process conflicts.
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
+    /// Take an exclusive lock on `path` without waiting: `LockAttempt::Held` when someone else
+    /// holds it. An `Env` locks its `lock` file (`LockTarget::LockFile`), then its data file once
+    /// it exists (`LockTarget::Existing`), and holds both while open. The locks must conflict
+    /// with a second open in the same process as well as in another one, and must not be dropped
+    /// when the engine closes another handle of the same file (`FsStorage` uses `flock`, an
+    /// open-file-description lock; see there).
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt>;
+}
+
+/// Which file [`Storage::lock`] locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockTarget {
+    /// The database's `lock` file: created if missing; once locked, the holder writes its
+    /// process id into it (so that a refused opener can name the holder).
+    LockFile,
+    /// A file that exists (the data file): opened without being created or changed.
+    Existing,
+}
+
+/// What [`Storage::lock`] got.
+pub enum LockAttempt {
+    /// The lock is ours until the guard drops.
+    Acquired(Box<dyn LockGuard>),
+    /// Someone else holds it; the holder's process id when it can be found.
+    Held { pid: Option<u32> },
 }
 
 /// Held while an `Env` has the database open; dropping it releases the lock.

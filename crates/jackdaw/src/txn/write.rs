@@ -92,6 +92,8 @@ pub(crate) struct PageTxn {
 
 impl PageTxn {
     pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<PageTxn> {
+        // Before anything that waits: the writer lock (and the flush below) could be this thread's.
+        refuse_if_held(core)?;
         core.check_writable()?;
         let cap = core.opts.max_pinned_bytes;
         if core.table.bytes() > cap {
@@ -572,20 +574,74 @@ fn ensure_pages(core: &Core, pages: u64) -> Result<()> {
 
 impl Drop for PageTxn {
     fn drop(&mut self) {
-        let me = Arc::as_ptr(&self.core) as usize;
-        HELD.with(|h| h.borrow_mut().retain(|p| *p != me));
+        HELD.with(|h| unmark(&mut h.borrow_mut(), Arc::as_ptr(&self.core) as usize));
     }
 }
 
 crate::sync::thread_local! {
-    /// Environments whose writer lock this thread holds (so `write_batch` can refuse to deadlock).
+    /// Environments whose writer lock this thread holds, by a `PageTxn` or inside `check()` (so
+    /// that calls which would wait for that lock refuse instead of deadlocking).
     static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Environments whose `check()` runs on this thread (it holds the writer and flush locks).
+    static CHECKING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Whether the calling thread holds `core`'s write transaction.
+/// Remove one mark of `me` (a thread may hold the writer lock twice over only as `check()`'s
+/// mark; `begin` refuses a second `PageTxn`).
+fn unmark(marks: &mut Vec<usize>, me: usize) {
+    if let Some(i) = marks.iter().position(|p| *p == me) {
+        marks.swap_remove(i);
+    }
+}
+
+/// What `Busy` says when the calling thread holds the write transaction.
+pub(crate) const HELD_BY_THIS_THREAD: &str =
+    "this thread already holds the write transaction (commit or abort it first); waiting would deadlock";
+/// What `Busy` says inside `check_with`'s callback.
+pub(crate) const CHECKING_ON_THIS_THREAD: &str =
+    "this thread is inside check(), which holds the writer and flush locks; waiting would deadlock";
+
+/// Whether the calling thread holds `core`'s write transaction (or runs its `check()`).
 pub(crate) fn held_by_this_thread(core: &Arc<Core>) -> bool {
     let me = Arc::as_ptr(core) as usize;
     HELD.with(|h| h.borrow().contains(&me))
+}
+
+/// Whether the calling thread runs `core`'s `check()` (and so holds its flush lock).
+pub(crate) fn checking_on_this_thread(core: &Arc<Core>) -> bool {
+    let me = Arc::as_ptr(core) as usize;
+    CHECKING.with(|h| h.borrow().contains(&me))
+}
+
+/// `Busy` if the calling thread holds `core`'s writer lock (a `WriteTxn`, or inside `check()`).
+pub(crate) fn refuse_if_held(core: &Arc<Core>) -> Result<()> {
+    if checking_on_this_thread(core) {
+        Err(Error::Busy(CHECKING_ON_THIS_THREAD))
+    } else if held_by_this_thread(core) {
+        Err(Error::Busy(HELD_BY_THIS_THREAD))
+    } else {
+        Ok(())
+    }
+}
+
+/// Marks the calling thread as running `core`'s `check()` until dropped (taken once `check()`
+/// holds the writer lock).
+pub(crate) struct CheckMark(usize);
+
+impl CheckMark {
+    pub(crate) fn new(core: &Arc<Core>) -> CheckMark {
+        let me = Arc::as_ptr(core) as usize;
+        HELD.with(|h| h.borrow_mut().push(me));
+        CHECKING.with(|h| h.borrow_mut().push(me));
+        CheckMark(me)
+    }
+}
+
+impl Drop for CheckMark {
+    fn drop(&mut self) {
+        HELD.with(|h| unmark(&mut h.borrow_mut(), self.0));
+        CHECKING.with(|h| unmark(&mut h.borrow_mut(), self.0));
+    }
 }
 
 /// A transaction between `prepare` and `finish`: its record is not written yet and snapshots do

@@ -16,7 +16,7 @@
 //! Journal files are reported as `JournalIo::DirectSync` so that the engine's `O_DSYNC` path runs.
 
 use jackdaw::storage::{
-    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
+    JournalHandles, JournalIo, LockAttempt, LockTarget, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::io::{self, IoSlice};
 use std::path::Path;
@@ -216,9 +216,9 @@ impl Storage for FaultStorage {
         self.simple(Call::SyncDir)?;
         self.inner.sync_dir(path, site)
     }
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
         self.simple(Call::Lock)?;
-        self.inner.lock(path)
+        self.inner.lock(path, target)
     }
 }
 

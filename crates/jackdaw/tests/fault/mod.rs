@@ -147,7 +147,7 @@ pub fn err_kind(e: &Error) -> &'static str {
     match e {
         Error::Io { .. } => "Io",
         Error::Corrupted { .. } => "Corrupted",
-        Error::Locked => "Locked",
+        Error::Locked { .. } => "Locked",
         Error::Poisoned(_) => "Poisoned",
         Error::NotADatabase(_) => "NotADatabase",
         Error::IncompatibleFormat(_) => "IncompatibleFormat",

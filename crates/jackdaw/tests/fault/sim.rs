@@ -27,7 +27,7 @@
 
 use super::Rng;
 use jackdaw::storage::{
-    JournalHandles, JournalIo, LockGuard, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
+    JournalHandles, JournalIo, LockAttempt, LockTarget, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, IoSlice};
@@ -694,10 +694,10 @@ impl Storage for SimStorage {
         Ok(())
     }
 
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
         self.crashed()?;
         let mem = self.sh.st.lock().unwrap().mem.clone();
-        mem.lock(path)
+        mem.lock(path, target)
     }
 }
 

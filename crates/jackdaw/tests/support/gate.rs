@@ -3,7 +3,9 @@
 //! opens the gate (or lets calls through one at a time).
 #![allow(dead_code)]
 
-use jackdaw::storage::{FsStorage, JournalHandles, LockGuard, Mapping, OpenMode, Storage, StorageFile, SyncSite};
+use jackdaw::storage::{
+    FsStorage, JournalHandles, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile, SyncSite,
+};
 use std::io::{self, IoSlice};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -223,8 +225,11 @@ impl Storage for GatedStorage {
         self.gate.pass(Point::Sync(site));
         self.inner.sync_dir(path, site)
     }
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        Ok(self.inner.lock(path)?.map(|g| Box::new(GatedLock(g)) as Box<dyn LockGuard>))
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
+        Ok(match self.inner.lock(path, target)? {
+            LockAttempt::Acquired(g) => LockAttempt::Acquired(Box::new(GatedLock(g))),
+            held => held,
+        })
     }
 }
 
