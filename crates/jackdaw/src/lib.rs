@@ -35,7 +35,9 @@ pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
 }
 
 pub use api::catalog::max_tree_name;
-pub use api::{Bytes, Cursor, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn};
+pub use api::{
+    Bytes, Cursor, KeyRange, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn,
+};
 pub use batch::{BatchHandle, WriteBatch};
 pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};

@@ -10,15 +10,15 @@ type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
     let r = env.read().unwrap();
     let all: Vec<(Vec<u8>, Vec<u8>)> =
-        r.range::<&[u8], _>(t, ..).unwrap().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        r.range(t, ..).unwrap().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
     let want: Vec<(Vec<u8>, Vec<u8>)> =
         model.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))).collect();
     assert_eq!(all, want, "seed {s}");
     let rev: Vec<(Vec<u8>, Vec<u8>)> =
-        r.range::<&[u8], _>(t, ..).unwrap().rev().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        r.range(t, ..).unwrap().rev().map(|x| x.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
     assert_eq!(rev, want.iter().rev().cloned().collect::<Vec<_>>(), "seed {s}");
     // Alternating ends.
-    let mut it = r.range::<&[u8], _>(t, ..).unwrap();
+    let mut it = r.range(t, ..).unwrap();
     let mut both = Vec::new();
     let mut flip = false;
     while let Some(x) = if flip { it.next_back() } else { it.next() } {

@@ -55,7 +55,7 @@ fn random_ops_match_a_btreemap() {
         // The write transaction sees its own changes.
         let k = key(&mut rng, space);
         assert_eq!(tx.get(&t, &k).unwrap().map(|b| b.to_vec()), staged.get(&k).cloned(), "seed {s}");
-        let got: Vec<Vec<u8>> = tx.range::<&[u8], _>(&t, ..).unwrap().map(|r| r.unwrap().0.to_vec()).collect();
+        let got: Vec<Vec<u8>> = tx.range(&t, ..).unwrap().map(|r| r.unwrap().0.to_vec()).collect();
         assert_eq!(got, staged.keys().cloned().collect::<Vec<_>>(), "seed {s}");
         if rng.below(5) == 0 {
             tx.abort();
@@ -90,7 +90,7 @@ fn random_ops_match_a_btreemap() {
         let want_p: Vec<_> = model.keys().filter(|k| k.starts_with(p)).cloned().collect();
         assert_eq!(got_p, want_p, "seed {s}");
         // Alternate from both ends.
-        let mut it = r.range::<&[u8], _>(&t, ..).unwrap();
+        let mut it = r.range(&t, ..).unwrap();
         let mut both = Vec::new();
         let mut flip = false;
         loop {

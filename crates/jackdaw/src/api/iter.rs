@@ -413,13 +413,53 @@ pub(crate) fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     (lo, Bound::Unbounded)
 }
 
-pub(crate) fn owned_bounds<R: std::ops::RangeBounds<K>, K: AsRef<[u8]> + ?Sized>(
-    r: &R,
-) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
-    let f = |b: Bound<&K>| match b {
+/// Bounds of a key range for [`ReadTxn::range`](crate::ReadTxn::range) and
+/// [`WriteTxn::range`](crate::WriteTxn::range): `..`, `a..`, `a..b`, `a..=b`, `..b`, `..=b`
+/// and `(Bound, Bound)` pairs over any byte-like key (`&[u8]`, `Vec<u8>`, `&[u8; N]`, `&str`,
+/// `String`, [`Bytes`]).
+///
+/// `K` is the bound's key type. It is inferred, also for `..` (which names no key type: it
+/// implements `KeyRange<[u8]>` only), so `rtx.range(&tree, ..)` needs no annotation; the older
+/// spelling `rtx.range::<[u8], _>(&tree, ..)` still compiles.
+pub trait KeyRange<K: ?Sized> {
+    /// The (lower, upper) bounds as owned bytes.
+    fn key_bounds(&self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>);
+}
+
+fn owned<K: AsRef<[u8]> + ?Sized>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
         Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
         Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
         Bound::Unbounded => Bound::Unbounded,
-    };
-    (f(r.start_bound()), f(r.end_bound()))
+    }
+}
+
+impl KeyRange<[u8]> for std::ops::RangeFull {
+    fn key_bounds(&self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+macro_rules! key_range {
+    ($($t:ty),*) => {$(
+        impl<K: AsRef<[u8]>> KeyRange<K> for $t {
+            fn key_bounds(&self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+                owned_bounds(self)
+            }
+        }
+    )*};
+}
+key_range!(
+    std::ops::Range<K>,
+    std::ops::RangeFrom<K>,
+    std::ops::RangeTo<K>,
+    std::ops::RangeInclusive<K>,
+    std::ops::RangeToInclusive<K>,
+    (Bound<K>, Bound<K>)
+);
+
+pub(crate) fn owned_bounds<R: std::ops::RangeBounds<K>, K: AsRef<[u8]> + ?Sized>(
+    r: &R,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (owned(r.start_bound()), owned(r.end_bound()))
 }

@@ -6,7 +6,7 @@ pub(crate) mod iter;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use iter::{Cursor, Range, Source, Values, WriteRange};
+pub use iter::{Cursor, KeyRange, Range, Source, Values, WriteRange};
 pub use read::{ReadTxn, ValueReader};
 pub use write::WriteTxn;
 

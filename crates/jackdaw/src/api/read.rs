@@ -1,7 +1,7 @@
 //! Read transactions over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{owned_bounds, prefix_bounds, Cursor, Range, SnapSource, Values};
+use super::iter::{prefix_bounds, Cursor, KeyRange, Range, SnapSource, Values};
 use super::{Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::tree::btree::{self, LeafCache};
@@ -12,7 +12,6 @@ use crate::txn::page_table::PgnoMap;
 use crate::txn::{PageRef, Snapshot};
 use crate::{Error, Result};
 use std::cell::RefCell;
-use std::ops::RangeBounds;
 use std::sync::Arc;
 
 struct ReadState {
@@ -228,9 +227,9 @@ impl ReadTxn {
 
     /// Entries with keys in `range`, in order (double-ended); one item per value in a
     /// multi-value tree, in (key, value) order.
-    pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(&self, tree: &Tree, range: R) -> Result<Range> {
+    pub fn range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<Range> {
         let desc = self.desc(tree)?;
-        let (lo, hi) = owned_bounds(&range);
+        let (lo, hi) = range.key_bounds();
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
     }
 

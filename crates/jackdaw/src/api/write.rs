@@ -1,7 +1,7 @@
 //! The write transaction over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{owned_bounds, prefix_bounds, Cursor, TxSource, Values, WriteRange};
+use super::iter::{prefix_bounds, Cursor, KeyRange, TxSource, Values, WriteRange};
 use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
@@ -17,7 +17,6 @@ use crate::txn::write::Prepared;
 use crate::txn::{PageRef, PageTxn};
 use crate::{Error, Result};
 use std::io::Read;
-use std::ops::RangeBounds;
 use std::sync::Arc;
 
 /// Keys of multi-value trees must leave room for a nested tree's descriptor beside them (the
@@ -392,13 +391,9 @@ impl WriteTxn {
 
     /// Entries with keys in `range`, seeing this transaction's changes (one item per value in a
     /// multi-value tree, in (key, value) order).
-    pub fn range<K: AsRef<[u8]> + ?Sized, R: RangeBounds<K>>(
-        &mut self,
-        tree: &Tree,
-        range: R,
-    ) -> Result<WriteRange<'_>> {
+    pub fn range<K: ?Sized, R: KeyRange<K>>(&mut self, tree: &Tree, range: R) -> Result<WriteRange<'_>> {
         let desc = self.any_desc(tree)?;
-        let (lo, hi) = owned_bounds(&range);
+        let (lo, hi) = range.key_bounds();
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
