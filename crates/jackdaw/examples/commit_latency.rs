@@ -1,7 +1,8 @@
 //! Median latency of durable commits of 1 and 100 pages next to the raw disk, measured in
 //! alternating rounds so that both see the same disk weather.
 //! `cargo run --release -p jackdaw --example commit_latency [-- ROUNDS]`
-use jackdaw::{Env, Options, PageKind, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Env, Options};
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::time::{Duration, Instant};

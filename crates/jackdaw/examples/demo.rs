@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p jackdaw --example demo [-- DIR]`
 
-use jackdaw::{Durability, Env, FlusherMode, Options, PageKind, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};

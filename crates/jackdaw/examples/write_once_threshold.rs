@@ -1,7 +1,8 @@
 //! Where writing pages once pays: median durable commit time of N fresh pages, journaled versus
 //! written straight to the data file (+ one extra sync), in alternating rounds.
 //! `cargo run --release -p jackdaw --example write_once_threshold`
-use jackdaw::{Env, Options, PageKind, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Env, Options};
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> f64 {

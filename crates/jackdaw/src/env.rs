@@ -217,19 +217,22 @@ impl Env {
         })
     }
 
-    /// `check()` for databases written through raw page access: `reachable` returns every page the
-    /// caller uses (the meta page excluded) instead of the tree walk.
-    pub fn check_with<F>(&self, reachable: F) -> Result<CheckReport>
-    where
-        F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
-    {
-        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(format!("walking reachable pages: {e}"));
-                Vec::new()
-            }
-        })
+    internals_pub! {
+        /// `check()` for databases written through raw page access (feature `internals`):
+        /// `reachable` returns every page the caller uses (the meta page excluded) instead of the
+        /// tree walk.
+        fn check_with<F>(&self, reachable: F) -> Result<CheckReport>
+        where
+            F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
+        {
+            check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
+                Ok(v) => v,
+                Err(e) => {
+                    problems.push(format!("walking reachable pages: {e}"));
+                    Vec::new()
+                }
+            })
+        }
     }
 }
 
@@ -695,12 +698,4 @@ where
     } else {
         Err(Error::Corrupted { page: None, reason: problems.join("\n") })
     }
-}
-
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<Env>();
-    fn is_send<T: Send + 'static>() {}
-    is_send::<ReadTxn>();
 }

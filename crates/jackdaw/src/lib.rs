@@ -9,6 +9,20 @@
 //! See docs/ARCHITECTURE.md for the write and read paths.
 #![deny(unsafe_code)]
 
+/// A method that is public with the `internals` feature and crate-private without it (raw page
+/// access and test hooks: see [`internals`]).
+macro_rules! internals_pub {
+    ($(#[$m:meta])* fn $($rest:tt)*) => {
+        #[cfg(feature = "internals")]
+        $(#[$m])*
+        pub fn $($rest)*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code)]
+        $(#[$m])*
+        pub(crate) fn $($rest)*
+    };
+}
+
 mod api;
 mod batch;
 mod data;
@@ -18,7 +32,9 @@ mod ids;
 mod journal;
 mod options;
 mod stats;
-pub mod storage;
+// Parts of it are used only by tests and tools, through `internals`.
+#[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+mod storage;
 mod sync;
 mod tree;
 mod txn;
@@ -36,19 +52,32 @@ pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
 
 pub use api::catalog::max_tree_name;
 pub use api::{
-    Bytes, Cursor, KeyRange, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn,
+    Bytes, Cursor, Iter, KeyRange, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree, TreeStats,
+    TxSource, ValueReader, Values, WriteCursor, WriteRange, WriteTxn, WriteValues,
 };
 pub use batch::{BatchHandle, WriteBatch};
-pub use data::file::META_PAGE;
-pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
 pub use error::{Error, Limit, Result};
 pub use ids::TxId;
-pub use options::{Clock, Durability, FlusherMode, FreeSpacePolicy, ManualClock, Options, SystemClock};
+pub use options::{Durability, FlusherMode, FreeSpacePolicy, Options};
 /// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).
 #[cfg(feature = "shuttle")]
 pub use shuttle;
 pub use stats::{CheckReport, CommitStats, PagesByKind, ReaderInfo, Stats};
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;
-pub use txn::PageRef;
+
+/// What the engine's own tests, its crash harness and low-level tools need, and applications do
+/// not: raw page access, the storage traits (the real, in-memory and test storages are written
+/// against them), the sync sites and test clocks. Enabled by the cargo feature `internals`; no
+/// stability promise. With it, `ReadTxn` and `WriteTxn` also get raw page methods (`page`,
+/// `page_mut`, `alloc_page`, `free_page`, `next_page`), `Options` the `storage` and `clock`
+/// setters, and `Env` `check_with` (a check of a database written through raw pages).
+#[cfg(feature = "internals")]
+pub mod internals {
+    pub use crate::data::file::META_PAGE;
+    pub use crate::data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
+    pub use crate::options::{Clock, ManualClock, SystemClock};
+    pub use crate::storage::*;
+    pub use crate::txn::PageRef;
+}

@@ -67,11 +67,14 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when a test advances it.
 #[derive(Debug, Default)]
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub struct ManualClock {
     nanos: AtomicU64,
 }
 
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 impl ManualClock {
+    /// Move the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
         self.nanos.fetch_add(d.as_nanos() as u64, Ordering::SeqCst);
     }
@@ -115,7 +118,7 @@ impl Clock for ManualClock {
 ///   spilling (so does `write_once_min_pages` 0);
 /// - `flush_log`: off (when on, each journal write and each flush prints one line to stderr:
 ///   pages, bytes, time and pages by kind — leaves, branches, overflow, free-space maps, meta);
-/// - `storage`: the real file system ([`FsStorage`]);
+/// - `storage`: the real file system (feature `internals`: another storage);
 /// - `clock`: the system's monotonic clock.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -206,13 +209,20 @@ impl Options {
         self.flush_log = on;
         self
     }
-    pub fn storage(mut self, s: Arc<dyn Storage>) -> Self {
-        self.storage = s;
-        self
+    internals_pub! {
+        /// Where the files live (feature `internals`): the in-memory and fault-injecting storages
+        /// of the tests.
+        fn storage(mut self, s: Arc<dyn Storage>) -> Self {
+            self.storage = s;
+            self
+        }
     }
-    pub fn clock(mut self, c: Arc<dyn Clock>) -> Self {
-        self.clock = c;
-        self
+    internals_pub! {
+        /// The clock readers' ages are measured with (feature `internals`): a test's manual clock.
+        fn clock(mut self, c: Arc<dyn Clock>) -> Self {
+            self.clock = c;
+            self
+        }
     }
 
     pub(crate) fn validate(&self) -> crate::Result<()> {

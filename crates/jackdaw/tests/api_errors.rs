@@ -7,7 +7,8 @@
 mod common;
 
 use common::*;
-use jackdaw::{Env, Error, FlusherMode, Options, PageKind, Tree, MAX_VALUE_SIZE};
+use jackdaw::internals::PageKind;
+use jackdaw::{Env, Error, FlusherMode, Options, Tree, MAX_VALUE_SIZE};
 use std::io::Read;
 
 const MAX_KEY: usize = 2001;

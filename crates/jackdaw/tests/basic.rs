@@ -180,7 +180,7 @@ fn many_commits_rotate_and_recycle_journal_files() {
             if (i as u64 + round).is_multiple_of(3) {
                 // Random-looking content defeats diffs and compression.
                 let p2 = tx.page_mut(*p).unwrap();
-                for (j, b) in p2[jackdaw::PAGE_HEADER..].iter_mut().enumerate() {
+                for (j, b) in p2[jackdaw::internals::PAGE_HEADER..].iter_mut().enumerate() {
                     *b = ((j as u64 * 2654435761 + round * 97 + i as u64) >> 7) as u8;
                 }
             }
@@ -213,7 +213,7 @@ fn options_are_validated() {
 
 #[test]
 fn big_sync_commit_writes_pages_once_and_recovers() {
-    use jackdaw::storage::MemStorage;
+    use jackdaw::internals::MemStorage;
     use std::sync::Arc;
     let mem = MemStorage::new();
     let opts = || test_opts().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual).write_once_min_pages(16);
@@ -280,7 +280,12 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let r = env.read().unwrap();
                     let p = r.page(a).unwrap();
-                    assert_eq!(jackdaw::page_txid(&p), r.txid(), "snapshot {} read another version", r.txid());
+                    assert_eq!(
+                        jackdaw::internals::page_txid(&p),
+                        r.txid(),
+                        "snapshot {} read another version",
+                        r.txid()
+                    );
                     n += 1;
                 }
                 n

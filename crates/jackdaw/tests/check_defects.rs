@@ -13,7 +13,8 @@
 mod common;
 
 use common::*;
-use jackdaw::{Env, Error, FlusherMode, PageKind, Tree, WriteTxn, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Env, Error, FlusherMode, Tree, WriteTxn};
 
 const PS: usize = 4096;
 const META: u64 = 3;
@@ -444,7 +445,7 @@ fn overflow_defect(name: &str, damage: impl FnOnce(&mut [u8], u64, u64), needles
         std::io::Read::read_to_end(&mut r, &mut buf).is_err() || buf != big_value(),
         "streamed read of the broken value"
     );
-    let mut tx = db.env.write().unwrap();
+    let tx = db.env.write().unwrap();
     assert!(matches!(tx.get(&db.t, b"big"), Err(Error::Corrupted { .. })));
     assert_eq!(tx.get(&db.t, key(7)).unwrap().unwrap().as_ref(), &[7u8; 40]);
     drop(tx);

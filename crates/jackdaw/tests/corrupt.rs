@@ -8,7 +8,7 @@ mod common;
 mod support;
 
 use common::*;
-use jackdaw::storage::{MemStorage, Storage};
+use jackdaw::internals::{MemStorage, Storage};
 use jackdaw::{Env, Error, FlusherMode, Options};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -28,7 +28,7 @@
 mod fault;
 
 use fault::*;
-use jackdaw::storage::{MemStorage, Storage};
+use jackdaw::internals::{MemStorage, Storage};
 use jackdaw::{Env, Error, FlusherMode, Options};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -18,8 +18,9 @@ mod support;
 
 use common::*;
 use gate::{GatedStorage, Point, ReleaseOnDrop};
-use jackdaw::storage::SyncSite;
-use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn, PAGE_HEADER};
+use jackdaw::internals::SyncSite;
+use jackdaw::internals::PAGE_HEADER;
+use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -169,7 +170,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
             for _ in 0..rng.range(1, 4) {
                 match rng.below(8) {
                     0..=2 => {
-                        let p = tx.alloc_page(jackdaw::PageKind::Raw).unwrap();
+                        let p = tx.alloc_page(jackdaw::internals::PageKind::Raw).unwrap();
                         let v = rng.next_u64() >> 1;
                         put(&mut tx, p, v);
                         live.insert(p, v);
@@ -187,7 +188,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
                         live.insert(p, v);
                     }
                     _ => {
-                        let p = tx.alloc_page(jackdaw::PageKind::Raw).unwrap();
+                        let p = tx.alloc_page(jackdaw::internals::PageKind::Raw).unwrap();
                         put(&mut tx, p, 7);
                         live.insert(p, 7);
                     }

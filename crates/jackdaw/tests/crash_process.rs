@@ -21,7 +21,8 @@ mod common;
 mod support;
 
 use common::*;
-use jackdaw::{Durability, Env, FlusherMode, Options, PageKind, ReadTxn, WriteTxn, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};

@@ -14,7 +14,7 @@ mod support;
 
 use common::*;
 use gate::{GatedStorage, Point, ReleaseOnDrop};
-use jackdaw::storage::SyncSite;
+use jackdaw::internals::SyncSite;
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -284,7 +284,7 @@ fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
     for _ in 0..20 {
         let mut tx = env.write().unwrap();
         for &p in &pages {
-            for x in tx.page_mut(p).unwrap()[jackdaw::PAGE_HEADER..].iter_mut() {
+            for x in tx.page_mut(p).unwrap()[jackdaw::internals::PAGE_HEADER..].iter_mut() {
                 *x = rng.next() as u8;
             }
         }

@@ -30,7 +30,7 @@ mod fault;
 
 use fault::inject::{Call, Fault, FaultStorage, Plan};
 use fault::*;
-use jackdaw::storage::{MemStorage, Storage};
+use jackdaw::internals::{MemStorage, Storage};
 use jackdaw::{Durability, Env, Error, FlusherMode, Options, WriteTxn};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;

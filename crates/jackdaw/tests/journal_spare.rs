@@ -6,7 +6,9 @@
 mod common;
 
 use common::*;
-use jackdaw::storage::{FsStorage, JournalHandles, LockAttempt, LockTarget, OpenMode, Storage, StorageFile, SyncSite};
+use jackdaw::internals::{
+    FsStorage, JournalHandles, LockAttempt, LockTarget, OpenMode, Storage, StorageFile, SyncSite,
+};
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::io;
 use std::path::Path;

@@ -14,7 +14,7 @@ mod fault;
 
 use common::*;
 use fault::inject::{Call, Fault, FaultStorage, Plan};
-use jackdaw::storage::MemStorage;
+use jackdaw::internals::MemStorage;
 use jackdaw::{Durability, Env, Error, FlusherMode, Options, WriteBatch};
 use std::path::Path;
 use std::process::Command;

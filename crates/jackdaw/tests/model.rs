@@ -22,11 +22,9 @@ mod common;
 mod support;
 
 use common::*;
-use jackdaw::storage::MemStorage;
-use jackdaw::{
-    page_kind, page_no, page_txid, Durability, Env, Error, FlusherMode, FreeSpacePolicy, Options, PageKind, ReadTxn,
-    WriteTxn, PAGE_HEADER,
-};
+use jackdaw::internals::MemStorage;
+use jackdaw::internals::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
+use jackdaw::{Durability, Env, Error, FlusherMode, FreeSpacePolicy, Options, ReadTxn, WriteTxn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 use std::collections::BTreeMap;

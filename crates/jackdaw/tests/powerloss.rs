@@ -35,7 +35,7 @@ mod fault;
 
 use fault::sim::{Image, OpKind, Point, SimStorage, Variant};
 use fault::*;
-use jackdaw::storage::{Storage, SyncSite};
+use jackdaw::internals::{Storage, SyncSite};
 use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;

@@ -19,10 +19,11 @@
 mod common;
 
 use common::{seed, Rng};
+use jackdaw::internals::ManualClock;
+use jackdaw::internals::MemStorage;
 use jackdaw::shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use jackdaw::shuttle::{thread, Config, Runner};
-use jackdaw::storage::MemStorage;
-use jackdaw::{Durability, Env, ManualClock, Options, WriteBatch};
+use jackdaw::{Durability, Env, Options, WriteBatch};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

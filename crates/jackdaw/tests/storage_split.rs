@@ -4,7 +4,7 @@
 //! repeats a run.
 mod common;
 use common::*;
-use jackdaw::storage::{FsStorage, MemStorage, OpenMode, Split, Storage, StorageFile};
+use jackdaw::internals::{FsStorage, MemStorage, OpenMode, Split, Storage, StorageFile};
 use std::sync::Arc;
 
 /// What `read_split_at` must produce, computed from the file's bytes.

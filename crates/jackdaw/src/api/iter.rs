@@ -228,6 +228,14 @@ pub struct Iter<S: Source> {
 pub type Range = Iter<SnapSource>;
 /// A range over the write transaction, seeing its uncommitted changes.
 pub type WriteRange<'a> = Iter<TxSource<'a>>;
+/// A cursor of a read transaction (`ReadTxn::cursor`).
+pub type ReadCursor = Cursor<SnapSource>;
+/// A cursor of the write transaction (`WriteTxn::cursor`), seeing its changes.
+pub type WriteCursor<'a> = Cursor<TxSource<'a>>;
+/// The values of one key of a multi-value tree, in a read transaction (`ReadTxn::multi_get`).
+pub type ReadValues = Values<SnapSource>;
+/// The values of one key of a multi-value tree, in the write transaction (`WriteTxn::multi_get`).
+pub type WriteValues<'a> = Values<TxSource<'a>>;
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {

@@ -6,7 +6,10 @@ pub(crate) mod iter;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use iter::{Cursor, KeyRange, Range, Source, Values, WriteRange};
+pub use iter::{
+    Cursor, Iter, KeyRange, Range, ReadCursor, ReadValues, SnapSource, Source, TxSource, Values, WriteCursor,
+    WriteRange, WriteValues,
+};
 pub use read::{ReadTxn, ValueReader};
 pub use write::WriteTxn;
 

@@ -1,7 +1,7 @@
 //! Read transactions over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{prefix_bounds, Cursor, KeyRange, Range, SnapSource, Values};
+use super::iter::{prefix_bounds, Cursor, KeyRange, Range, ReadCursor, ReadValues, SnapSource, Values};
 use super::{Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::tree::btree::{self, LeafCache};
@@ -54,14 +54,18 @@ impl ReadTxn {
         self.snap.txid()
     }
 
-    /// The page high-water mark of the snapshot.
-    pub fn next_page(&self) -> u64 {
-        self.snap.next_page()
+    internals_pub! {
+        /// The page high-water mark of the snapshot (feature `internals`).
+        fn next_page(&self) -> u64 {
+            self.snap.next_page()
+        }
     }
 
-    /// Raw page access (tools and tests): page `pgno` as of this snapshot.
-    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-        self.snap.page(pgno)
+    internals_pub! {
+        /// Raw page access (feature `internals`): page `pgno` as of this snapshot.
+        fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+            self.snap.page(pgno)
+        }
     }
 
     /// Pages read by tree operations of this transaction so far (cache hits skip the descent).
@@ -212,7 +216,7 @@ impl ReadTxn {
     }
 
     /// The values of `key` in a multi-value tree, in order (double-ended, seekable).
-    pub fn multi_get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Values<SnapSource>> {
+    pub fn multi_get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<ReadValues> {
         let desc = self.multi(tree)?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
@@ -241,7 +245,7 @@ impl ReadTxn {
     }
 
     /// A cursor over `tree`.
-    pub fn cursor(&self, tree: &Tree) -> Result<Cursor<SnapSource>> {
+    pub fn cursor(&self, tree: &Tree) -> Result<ReadCursor> {
         Ok(Cursor::new(SnapSource(self.snap.clone()), self.plain(tree)?))
     }
 }

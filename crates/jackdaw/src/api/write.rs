@@ -1,7 +1,7 @@
 //! The write transaction over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{prefix_bounds, Cursor, KeyRange, TxSource, Values, WriteRange};
+use super::iter::{prefix_bounds, Cursor, KeyRange, TxSource, Values, WriteCursor, WriteRange, WriteValues};
 use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
@@ -16,6 +16,7 @@ use crate::txn::page_table::PgnoMap;
 use crate::txn::write::Prepared;
 use crate::txn::{PageRef, PageTxn};
 use crate::{Error, Result};
+use std::cell::{Cell, RefCell};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -42,9 +43,13 @@ pub struct WriteTxn {
     root: TreeDesc,
     next_tree_id: u64,
     meta_dirty: bool,
-    trees: PgnoMap<TreeState>,
-    cache: LeafCache,
-    touched: u64,
+    /// Descriptors of the trees this transaction has used (read or changed), and the leaf cache
+    /// and page counter of tree operations: in cells, so that reads take `&self` (a cursor can be
+    /// open while another lookup is made). `WriteTxn` is not `Sync`, and no borrow of them
+    /// outlives the call that takes it.
+    trees: RefCell<PgnoMap<TreeState>>,
+    cache: RefCell<LeafCache>,
+    touched: Cell<u64>,
     core: Arc<Core>,
     /// Set when an operation failed after it began changing pages: the transaction's state is
     /// then unknown, so it can only be aborted.
@@ -62,9 +67,9 @@ impl WriteTxn {
             root: meta.root,
             next_tree_id,
             meta_dirty: false,
-            trees: PgnoMap::default(),
-            cache: LeafCache::new(2),
-            touched: 0,
+            trees: RefCell::new(PgnoMap::default()),
+            cache: RefCell::new(LeafCache::new(2)),
+            touched: Cell::new(0),
             core: core.clone(),
             broken: None,
         })
@@ -96,50 +101,84 @@ impl WriteTxn {
 
     /// Pages read or written by tree operations of this transaction so far.
     pub fn pages_touched(&self) -> u64 {
-        self.touched
+        self.touched.get()
     }
 
     // ----- raw pages (tools and tests of the storage layer) -----
 
-    /// Raw page access: page `pgno` as this transaction sees it.
-    pub fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-        self.raw.page(pgno)
+    internals_pub! {
+        /// Raw page access (feature `internals`): page `pgno` as this transaction sees it.
+        fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+            self.raw.page(pgno)
+        }
     }
-    /// Raw page access: a writable copy of page `pgno` (bytes from 32 on are the caller's).
-    pub fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
-        self.raw.page_mut(pgno)
+    internals_pub! {
+        /// Raw page access (feature `internals`): a writable copy of page `pgno` (bytes from 32
+        /// on are the caller's).
+        fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+            self.raw.page_mut(pgno)
+        }
     }
-    /// Raw page access: allocate a page. Pages allocated this way are not part of any tree:
-    /// verify such a database with `Env::check_with`.
-    pub fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
-        self.raw.alloc_page(kind)
+    internals_pub! {
+        /// Raw page access (feature `internals`): allocate a page. Pages allocated this way are
+        /// not part of any tree: verify such a database with `Env::check_with`.
+        fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
+            self.raw.alloc_page(kind)
+        }
     }
-    /// Raw page access: the page high-water mark as this transaction leaves it.
-    pub fn next_page(&self) -> u64 {
-        self.raw.next_page()
+    internals_pub! {
+        /// Raw page access (feature `internals`): the page high-water mark as this transaction
+        /// leaves it.
+        fn next_page(&self) -> u64 {
+            self.raw.next_page()
+        }
     }
-    /// Raw page access: free a page.
-    pub fn free_page(&mut self, pgno: u64) -> Result<()> {
-        self.raw.free_page(pgno)
+    internals_pub! {
+        /// Raw page access (feature `internals`): free a page.
+        fn free_page(&mut self, pgno: u64) -> Result<()> {
+            self.raw.free_page(pgno)
+        }
     }
 
     // ----- trees -----
 
-    fn state(&mut self, tree: &Tree) -> Result<&mut TreeState> {
-        if !self.trees.contains_key(&tree.id) {
-            let (name, desc) =
-                catalog::resolve(&self.raw, &self.root, &mut self.cache, tree, self.db_id, &mut self.touched)?;
-            self.trees.insert(tree.id, TreeState { name, desc, dirty: false });
+    /// The descriptor of `tree` as this transaction sees it (resolved once, then remembered),
+    /// with its name.
+    fn lookup_desc(&self, tree: &Tree) -> Result<(TreeDesc, String)> {
+        if tree.db_id != self.db_id {
+            return Err(Error::Invalid(format!("tree handle {} belongs to another environment", tree.name)));
         }
-        Ok(self.trees.get_mut(&tree.id).expect("inserted"))
+        if let Some(st) = self.trees.borrow().get(&tree.id) {
+            return Ok((st.desc, st.name.clone()));
+        }
+        let mut touched = self.touched.get();
+        let r = catalog::resolve(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
+        self.touched.set(touched);
+        let (name, desc) = r?;
+        self.trees.borrow_mut().insert(tree.id, TreeState { name: name.clone(), desc, dirty: false });
+        Ok((desc, name))
     }
 
-    fn desc(&mut self, tree: &Tree, kind: TreeKind) -> Result<TreeDesc> {
-        let st = self.state(tree)?;
-        if st.desc.kind() != kind {
-            return Err(Error::WrongTreeKind(st.name.clone()));
+    /// The remembered state of `tree`, for a change to it.
+    fn state(&mut self, tree: &Tree) -> Result<&mut TreeState> {
+        self.lookup_desc(tree)?;
+        self.trees.get_mut().get_mut(&tree.id).ok_or_else(|| Error::Invalid("internal: tree state missing".into()))
+    }
+
+    fn desc(&self, tree: &Tree, kind: TreeKind) -> Result<TreeDesc> {
+        let (desc, name) = self.lookup_desc(tree)?;
+        if desc.kind() != kind {
+            return Err(Error::WrongTreeKind(name));
         }
-        Ok(st.desc)
+        Ok(desc)
+    }
+
+    /// Run a read with the leaf cache and the page counter.
+    fn with_cache<T>(&self, f: impl FnOnce(&mut LeafCache, &mut u64) -> Result<T>) -> Result<T> {
+        let mut touched = self.touched.get();
+        let r = f(&mut self.cache.borrow_mut(), &mut touched);
+        self.touched.set(touched);
+        r
     }
 
     /// Create the plain tree `name`, or open it if it exists.
@@ -163,22 +202,22 @@ impl WriteTxn {
             btree::put(
                 &mut t.raw,
                 &mut t.root,
-                &mut t.cache,
+                t.cache.get_mut(),
                 name.as_bytes(),
                 FLAG_INLINE,
                 &desc.encode(),
-                &mut t.touched,
+                t.touched.get_mut(),
             )
         })?;
-        self.trees.insert(desc.id, TreeState { name: name.to_string(), desc, dirty: false });
+        self.trees.get_mut().insert(desc.id, TreeState { name: name.to_string(), desc, dirty: false });
         Ok(catalog::handle(name, &desc, self.db_id))
     }
 
     /// The tree named `name`, if it exists.
-    pub fn open_tree(&mut self, name: &str) -> Result<Option<Tree>> {
-        let found = catalog::lookup(&self.raw, &self.root, &mut self.cache, name, &mut self.touched)?;
+    pub fn open_tree(&self, name: &str) -> Result<Option<Tree>> {
+        let found = self.with_cache(|cache, touched| catalog::lookup(&self.raw, &self.root, cache, name, touched))?;
         Ok(found.map(|d| {
-            let d = self.trees.get(&d.id).map_or(d, |s| s.desc);
+            let d = self.trees.borrow().get(&d.id).map_or(d, |s| s.desc);
             catalog::handle(name, &d, self.db_id)
         }))
     }
@@ -191,10 +230,10 @@ impl WriteTxn {
         let desc = self.state(&t)?.desc;
         self.change(|t| {
             btree::free_all(&mut t.raw, &desc)?;
-            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, name.as_bytes(), &mut t.touched)
+            btree::delete(&mut t.raw, &mut t.root, t.cache.get_mut(), name.as_bytes(), t.touched.get_mut())
         })?;
-        self.trees.remove(&desc.id);
-        self.cache.clear_tree(desc.id);
+        self.trees.get_mut().remove(&desc.id);
+        self.cache.get_mut().clear_tree(desc.id);
         self.meta_dirty = true;
         Ok(true)
     }
@@ -211,15 +250,15 @@ impl WriteTxn {
         }
         let desc = self.state(&t)?.desc;
         self.change(|t| {
-            btree::delete(&mut t.raw, &mut t.root, &mut t.cache, old.as_bytes(), &mut t.touched)?;
+            btree::delete(&mut t.raw, &mut t.root, t.cache.get_mut(), old.as_bytes(), t.touched.get_mut())?;
             btree::put(
                 &mut t.raw,
                 &mut t.root,
-                &mut t.cache,
+                t.cache.get_mut(),
                 new.as_bytes(),
                 FLAG_INLINE,
                 &desc.encode(),
-                &mut t.touched,
+                t.touched.get_mut(),
             )
         })?;
         self.state(&t)?.name = new.to_string();
@@ -233,8 +272,8 @@ impl WriteTxn {
     }
 
     /// Statistics of `tree`, as this transaction leaves it.
-    pub fn tree_stats(&mut self, tree: &Tree) -> Result<TreeStats> {
-        Ok(TreeStats::from(&self.state(tree)?.desc))
+    pub fn tree_stats(&self, tree: &Tree) -> Result<TreeStats> {
+        Ok(TreeStats::from(&self.lookup_desc(tree)?.0))
     }
 
     /// Insert or replace `key`.
@@ -246,12 +285,12 @@ impl WriteTxn {
         let mut desc = self.desc(tree, TreeKind::Plain)?;
         self.change(|t| {
             if inline(key, value.len() as u64, ps) {
-                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_INLINE, value, &mut t.touched)?;
+                btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_INLINE, value, t.touched.get_mut())?;
             } else {
                 let (first, n) = overflow::write(&mut t.raw, value)?;
                 desc.overflow_pages += n;
                 let r = overflow::encode_ref(value.len() as u64, first);
-                btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)?;
+                btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_OVERFLOW, &r, t.touched.get_mut())?;
             }
             Ok(())
         })?;
@@ -276,14 +315,14 @@ impl WriteTxn {
             let (first, n) = overflow::write_stream(&mut t.raw, len, &mut reader)?;
             desc.overflow_pages += n;
             let r = overflow::encode_ref(len, first);
-            btree::put(&mut t.raw, &mut desc, &mut t.cache, key, FLAG_OVERFLOW, &r, &mut t.touched)
+            btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_OVERFLOW, &r, t.touched.get_mut())
         })?;
         self.store(tree, desc);
         Ok(())
     }
 
     fn store(&mut self, tree: &Tree, desc: TreeDesc) {
-        if let Some(st) = self.trees.get_mut(&tree.id) {
+        if let Some(st) = self.trees.get_mut().get_mut(&tree.id) {
             st.desc = desc;
             st.dirty = true;
         }
@@ -292,8 +331,8 @@ impl WriteTxn {
     /// Delete `key`; true if it was present.
     pub fn delete(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<bool> {
         let mut desc = self.desc(tree, TreeKind::Plain)?;
-        let found =
-            self.change(|t| btree::delete(&mut t.raw, &mut desc, &mut t.cache, key.as_ref(), &mut t.touched))?;
+        let found = self
+            .change(|t| btree::delete(&mut t.raw, &mut desc, t.cache.get_mut(), key.as_ref(), t.touched.get_mut()))?;
         if found {
             self.store(tree, desc);
         }
@@ -301,22 +340,24 @@ impl WriteTxn {
     }
 
     /// The value of `key` as this transaction sees it (a copy).
-    pub fn get(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+    pub fn get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let desc = self.desc(tree, TreeKind::Plain)?;
-        let Some(f) = btree::get(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)? else {
-            return Ok(None);
-        };
-        let (flags, v, _) = f.value()?;
-        if flags == FLAG_OVERFLOW {
-            let (len, first) = overflow::decode_ref(v)?;
-            drop(f);
-            return Ok(Some(Bytes::owned(overflow::read(&self.raw, first, len)?)));
+        let found = self.with_cache(|cache, touched| {
+            let Some(f) = btree::get(&self.raw, &desc, cache, key.as_ref(), touched)? else {
+                return Ok(None);
+            };
+            let (flags, v, _) = f.value()?;
+            Ok(Some(if flags == FLAG_OVERFLOW { Err(overflow::decode_ref(v)?) } else { Ok(v.to_vec()) }))
+        })?;
+        match found {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(Bytes::owned(v))),
+            Some(Err((len, first))) => Ok(Some(Bytes::owned(overflow::read(&self.raw, first, len)?))),
         }
-        Ok(Some(Bytes::owned(v.to_vec())))
     }
 
-    fn any_desc(&mut self, tree: &Tree) -> Result<TreeDesc> {
-        Ok(self.state(tree)?.desc)
+    fn any_desc(&self, tree: &Tree) -> Result<TreeDesc> {
+        Ok(self.lookup_desc(tree)?.0)
     }
 
     // ----- multi-value trees -----
@@ -341,7 +382,8 @@ impl WriteTxn {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let added = self.change(|t| multi::put(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
+        let added =
+            self.change(|t| multi::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, value, t.touched.get_mut()))?;
         self.store(tree, desc);
         Ok(added)
     }
@@ -352,7 +394,7 @@ impl WriteTxn {
         self.check_multi_value(key, value)?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
         let removed =
-            self.change(|t| multi::delete(&mut t.raw, &mut desc, &mut t.cache, key, value, &mut t.touched))?;
+            self.change(|t| multi::delete(&mut t.raw, &mut desc, t.cache.get_mut(), key, value, t.touched.get_mut()))?;
         if removed {
             self.store(tree, desc);
         }
@@ -364,7 +406,8 @@ impl WriteTxn {
         let key = key.as_ref();
         check_multi_key(key, self.raw.page_size())?;
         let mut desc = self.desc(tree, TreeKind::Multi)?;
-        let n = self.change(|t| multi::delete_all(&mut t.raw, &mut desc, &mut t.cache, key, &mut t.touched))?;
+        let n =
+            self.change(|t| multi::delete_all(&mut t.raw, &mut desc, t.cache.get_mut(), key, t.touched.get_mut()))?;
         if n > 0 {
             self.store(tree, desc);
         }
@@ -372,40 +415,42 @@ impl WriteTxn {
     }
 
     /// Number of values of `key`, in O(1).
-    pub fn multi_count(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
+    pub fn multi_count(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<u64> {
         let desc = self.desc(tree, TreeKind::Multi)?;
-        multi::count(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)
+        self.with_cache(|cache, touched| multi::count(&self.raw, &desc, cache, key.as_ref(), touched))
     }
 
     /// The values of `key`, in order, seeing this transaction's changes.
-    pub fn multi_get(&mut self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Values<TxSource<'_>>> {
+    pub fn multi_get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<WriteValues<'_>> {
         let desc = self.desc(tree, TreeKind::Multi)?;
         let src = TxSource(&self.raw);
-        let Some(f) = btree::get(&self.raw, &desc, &mut self.cache, key.as_ref(), &mut self.touched)? else {
-            return Ok(Values::empty());
-        };
-        let (flags, v, vstart) = f.value()?;
-        let pgno = crate::data::page::page_no(&f.page);
-        Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+        self.with_cache(|cache, touched| {
+            let Some(f) = btree::get(&self.raw, &desc, cache, key.as_ref(), touched)? else {
+                return Ok(Values::empty());
+            };
+            let (flags, v, vstart) = f.value()?;
+            let pgno = crate::data::page::page_no(&f.page);
+            Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+        })
     }
 
     /// Entries with keys in `range`, seeing this transaction's changes (one item per value in a
     /// multi-value tree, in (key, value) order).
-    pub fn range<K: ?Sized, R: KeyRange<K>>(&mut self, tree: &Tree, range: R) -> Result<WriteRange<'_>> {
+    pub fn range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<WriteRange<'_>> {
         let desc = self.any_desc(tree)?;
         let (lo, hi) = range.key_bounds();
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
     /// Entries whose keys start with `prefix`, seeing this transaction's changes.
-    pub fn prefix(&mut self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<WriteRange<'_>> {
+    pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<WriteRange<'_>> {
         let desc = self.any_desc(tree)?;
         let (lo, hi) = prefix_bounds(prefix.as_ref());
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
     /// A cursor over `tree`, seeing this transaction's changes.
-    pub fn cursor(&mut self, tree: &Tree) -> Result<Cursor<TxSource<'_>>> {
+    pub fn cursor(&self, tree: &Tree) -> Result<WriteCursor<'_>> {
         let desc = self.desc(tree, TreeKind::Plain)?;
         Ok(Cursor::new(TxSource(&self.raw), desc))
     }
@@ -431,17 +476,17 @@ impl WriteTxn {
             )));
         }
         let mut dirty: Vec<(String, TreeDesc)> =
-            self.trees.values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
+            self.trees.get_mut().values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, desc) in dirty {
             btree::put(
                 &mut self.raw,
                 &mut self.root,
-                &mut self.cache,
+                self.cache.get_mut(),
                 name.as_bytes(),
                 FLAG_INLINE,
                 &desc.encode(),
-                &mut self.touched,
+                self.touched.get_mut(),
             )?;
             self.meta_dirty = true;
         }

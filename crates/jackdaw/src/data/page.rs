@@ -71,6 +71,7 @@ pub fn page_no(page: &[u8]) -> u64 {
     le64(page, OFF_PGNO)
 }
 /// The transaction that last wrote the page.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn page_txid(page: &[u8]) -> u64 {
     le64(page, OFF_TXID)
 }

@@ -1,5 +1,6 @@
 #![allow(dead_code)]
-use jackdaw::{Env, Options, PageKind, ReadTxn, WriteTxn, PAGE_HEADER};
+use jackdaw::internals::{PageKind, PAGE_HEADER};
+use jackdaw::{Env, Options, ReadTxn, WriteTxn};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

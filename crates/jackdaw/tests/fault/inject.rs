@@ -15,7 +15,7 @@
 //!
 //! Journal files are reported as `JournalIo::DirectSync` so that the engine's `O_DSYNC` path runs.
 
-use jackdaw::storage::{
+use jackdaw::internals::{
     JournalHandles, JournalIo, LockAttempt, LockTarget, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::io::{self, IoSlice};

@@ -5,7 +5,7 @@
 //! - `sim`: the power-loss simulator (`SimStorage`);
 //! - `inject`: the I/O-error injector (`FaultStorage`).
 //!
-//! Written against the public API only (`jackdaw::storage` traits, `Env`, transactions).
+//! Written against the public API only (`jackdaw::internals` traits, `Env`, transactions).
 #![allow(dead_code)]
 
 pub mod inject;

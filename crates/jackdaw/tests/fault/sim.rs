@@ -26,7 +26,7 @@
 //! Ablation: `set_ablate(site)` turns the syncs of one `SyncSite` into no-ops that return `Ok`.
 
 use super::Rng;
-use jackdaw::storage::{
+use jackdaw::internals::{
     JournalHandles, JournalIo, LockAttempt, LockTarget, Mapping, MemStorage, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::collections::{BTreeMap, HashMap};

@@ -3,7 +3,7 @@
 //! opens the gate (or lets calls through one at a time).
 #![allow(dead_code)]
 
-use jackdaw::storage::{
+use jackdaw::internals::{
     FsStorage, JournalHandles, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::io::{self, IoSlice};
