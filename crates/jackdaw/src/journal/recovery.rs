@@ -308,7 +308,11 @@ pub(crate) fn replay(
                 }
             };
             // Not verified yet: a diff replayed over a newer version the flusher already wrote
-            // gives a valid page only once the last record touching it is applied.
+            // gives a valid page only once the last record touching it is applied. Nor is the
+            // base verified when read: a flush cut by a power loss can leave it torn (sectors of
+            // two versions), which fails its own checksum and yet rebuilds correctly, since each
+            // byte is one of two versions that the later records' diffs agree on outside the
+            // ranges they set. Damage of any other kind is caught below, once the page is whole.
             record::apply(&e, page)?;
         }
         Ok(())

@@ -99,9 +99,19 @@ impl<'a> Node<'a> {
     pub(crate) fn garbage(&self) -> usize {
         u32_at(self.p, OFF_GARBAGE) as usize
     }
-    /// Bytes used by slots and live entries.
+    /// Bytes used by slots and live entries. Saturating: `upper` and `garbage` come from the
+    /// page (a damaged `upper` past the page counts as an empty entry area; the accessors and
+    /// `compact`/`insert_raw` then report the damage).
     pub(crate) fn used(&self) -> usize {
-        (self.p.len() - self.upper()).saturating_sub(self.garbage()) + 2 * self.count()
+        self.p.len().saturating_sub(self.upper()).saturating_sub(self.garbage()) + 2 * self.count()
+    }
+    /// The start of the entry area, checked: inside the page and past the slots.
+    pub(crate) fn checked_upper(&self) -> Result<usize> {
+        let u = self.upper();
+        if u > self.p.len() || u < SLOTS + 2 * self.count() {
+            return Err(corrupt("entry area start (upper) outside [slots end, page size]"));
+        }
+        Ok(u)
     }
     #[inline]
     fn slot(&self, i: usize) -> Result<usize> {
@@ -268,10 +278,18 @@ pub(crate) fn compact(p: &mut [u8]) -> Result<()> {
     let ps = p.len();
     let tmp = p.to_vec();
     let n = Node::new(&tmp);
+    let slots_end = SLOTS + 2 * n.count();
+    if slots_end > ps {
+        return Err(corrupt("slot count past the page"));
+    }
     let mut upper = ps;
     for i in 0..n.count() {
         let e = n.entry(i)?;
-        upper -= e.len();
+        // Entries that overlap (a damaged slot) can add up to more than the page holds.
+        upper = match upper.checked_sub(e.len()) {
+            Some(u) if u >= slots_end => u,
+            _ => return Err(corrupt("entries do not fit in the page")),
+        };
         p[upper..upper + e.len()].copy_from_slice(e);
         p[SLOTS + 2 * i..SLOTS + 2 * i + 2].copy_from_slice(&(upper as u16).to_le_bytes());
     }
@@ -290,10 +308,11 @@ pub(crate) fn insert_raw(p: &mut [u8], i: usize, size: usize, write: impl FnOnce
         written = smallvec![(PAGE_HEADER, p.len())];
     }
     let n = Node::new(p).count();
+    let upper = Node::new(p).checked_upper()?;
     if i > n || gap(p) < size + 2 {
         return Err(corrupt("insert without room"));
     }
-    let upper = Node::new(p).upper() - size;
+    let upper = upper - size;
     write(&mut p[upper..upper + size]);
     let s = SLOTS + 2 * i;
     p.copy_within(s..SLOTS + 2 * n, s + 2);
@@ -342,7 +361,7 @@ pub(crate) fn insert_branch(p: &mut [u8], i: usize, key: &[u8], child: u64) -> R
 pub(crate) fn remove(p: &mut [u8], i: usize) -> Result<Written> {
     let node = Node::new(p);
     let n = node.count();
-    if i >= n {
+    if i >= n || SLOTS + 2 * n > p.len() {
         return Err(corrupt("remove past the end"));
     }
     let size = node.entry_size(i)?;

@@ -164,6 +164,9 @@ pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Resul
     Ok(out)
 }
 
+/// Most bytes `read_into` reserves up front, whatever the reference says (1 MiB).
+const RESERVE_MAX: usize = 1 << 20;
+
 /// Chains of at least this many pages are first tried as one run of consecutive pages read with
 /// positional reads (see `read_run`).
 const RUN_MIN_PAGES: u64 = 8;
@@ -179,7 +182,13 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
             }
         }
     }
-    out.reserve(cap.min(1 << 30));
+    // The length comes from a page: reserve only what a short chain holds and let the walk
+    // (bounded by the pages it really reads) grow `out`; a damaged reference's length, up to
+    // u64::MAX, used to reserve 1 GiB before the first link was checked.
+    if total > MAX_VALUE_SIZE {
+        return Err(Error::corrupted(Some(first), format!("overflow value of {total} bytes, over the maximum")));
+    }
+    out.reserve(cap.min(RESERVE_MAX));
     walk(p, first, total, |_, d| {
         out.extend_from_slice(d);
         Ok(())
