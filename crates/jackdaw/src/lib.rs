@@ -21,6 +21,7 @@ pub mod storage;
 mod sync;
 mod tree;
 mod txn;
+pub mod typed;
 
 /// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
 #[cfg(test)]
@@ -37,7 +38,7 @@ pub use api::catalog::max_tree_name;
 pub use api::{
     Bytes, Cursor, KeyRange, Range, ReadTxn, Source, Tree, TreeStats, ValueReader, Values, WriteRange, WriteTxn,
 };
-pub use batch::{BatchHandle, WriteBatch};
+pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use data::file::META_PAGE;
 pub use data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
 pub use env::Env;
@@ -50,3 +51,6 @@ pub use stats::{CheckReport, CommitStats, PagesByKind, ReaderInfo, Stats};
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;
 pub use txn::PageRef;
+#[cfg(feature = "serde")]
+pub use typed::Serde;
+pub use typed::{AsKey, AsValue, Key, KeyPrefix, ReadAccess, TypedRange, TypedTree, TypedValues, Value};
