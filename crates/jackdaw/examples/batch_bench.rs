@@ -12,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&dir);
     let env = Env::open(&dir, Options::default())?;
     let mut tx = env.write()?;
-    tx.create_tree("t")?;
+    let t = tx.create_tree("t")?;
     tx.commit()?;
     println!("durable (Sync) write batches of 100 puts, {secs} s per row, journal I/O {}", env.stats().journal_io);
     println!(
@@ -26,14 +26,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = Instant::now();
         let hs: Vec<_> = (0..threads)
             .map(|th| {
-                let (env, stop, count) = (env.clone(), stop.clone(), count.clone());
+                let (env, stop, count, t) = (env.clone(), stop.clone(), count.clone(), t.clone());
                 std::thread::spawn(move || {
                     let mut n = 0u64;
                     let val = [7u8; 100];
                     while !stop.load(Ordering::Relaxed) {
                         let mut b = WriteBatch::new();
                         for i in 0..100u64 {
-                            b.put("t", format!("{:04}{:012}", threads * 100 + th, n * 100 + i), val);
+                            b.put(&t, format!("{:04}{:012}", threads * 100 + th, n * 100 + i), val);
                         }
                         env.write_batch(b).expect("batch");
                         n += 1;

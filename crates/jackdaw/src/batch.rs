@@ -21,29 +21,105 @@ use crate::sync::{Condvar, Mutex};
 use crate::tree::node::max_key_size;
 use crate::txn::core::Core;
 use crate::txn::write::Prepared;
+use crate::typed::{AsKey, AsValue, Key, TypedTree, Value};
 use crate::{Error, Result};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bytes of keys and values merged into one transaction at most.
 const MAX_TX_BYTES: usize = 16 << 20;
 
 enum Op {
-    Put(String, Vec<u8>, Vec<u8>),
-    Delete(String, Vec<u8>),
-    MultiPut(String, Vec<u8>, Vec<u8>),
-    MultiDelete(String, Vec<u8>, Vec<u8>),
+    Put(Tree, Vec<u8>, Vec<u8>),
+    Delete(Tree, Vec<u8>),
+    MultiPut(Tree, Vec<u8>, Vec<u8>),
+    MultiDelete(Tree, Vec<u8>, Vec<u8>),
 }
 
-/// An owned list of operations on named trees, applied atomically (all or nothing). Built on any
-/// thread without touching the environment.
+/// A tree handle a [`WriteBatch`] names, with how it encodes keys of type `Q`: a [`Tree`] takes
+/// any `Q: AsRef<[u8]>` as it is; a [`TypedTree<K, V>`] takes `&Q` with `Q: AsKey<K>` and
+/// encodes it.
+pub trait BatchKey<Q> {
+    /// The bytes-level handle.
+    fn handle(&self) -> &Tree;
+    /// The key as stored.
+    fn batch_key(&self, key: Q) -> Vec<u8>;
+}
+
+/// How a tree handle encodes values of type `Q` in a [`WriteBatch`] (see [`BatchKey`]).
+pub trait BatchValue<Q> {
+    /// The value as stored (only serde encodings can fail).
+    fn batch_value(&self, value: Q) -> Result<Vec<u8>>;
+}
+
+impl<Q: AsRef<[u8]>> BatchKey<Q> for Tree {
+    fn handle(&self) -> &Tree {
+        self
+    }
+    fn batch_key(&self, key: Q) -> Vec<u8> {
+        key.as_ref().to_vec()
+    }
+}
+
+impl<Q: AsRef<[u8]>> BatchValue<Q> for Tree {
+    fn batch_value(&self, value: Q) -> Result<Vec<u8>> {
+        Ok(value.as_ref().to_vec())
+    }
+}
+
+impl<K: Key, V: Value, Q: AsKey<K> + ?Sized> BatchKey<&Q> for TypedTree<K, V> {
+    fn handle(&self) -> &Tree {
+        self.tree()
+    }
+    fn batch_key(&self, key: &Q) -> Vec<u8> {
+        let mut out = Vec::new();
+        key.encode_key(&mut out);
+        out
+    }
+}
+
+impl<K: Key, V: Value, Q: AsValue<V> + ?Sized> BatchValue<&Q> for TypedTree<K, V> {
+    fn batch_value(&self, value: &Q) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        value.encode_value(&mut out)?;
+        Ok(out)
+    }
+}
+
+/// An owned list of operations on trees, applied atomically (all or nothing). Built on any
+/// thread without touching the environment. Trees are named by handle, as in transactions: a
+/// bytes-level [`Tree`] (`batch.put(&tree, b"k", b"v")`) or a [`TypedTree`]
+/// (`batch.put(&albums, &("Pearl Jam", 1991), "Ten")`). A handle to a tree deleted before the
+/// batch is applied fails the batch (alone) with `Error::NoSuchTree`.
+///
+/// ```
+/// use jackdaw::{Env, Options, TypedTree, WriteBatch};
+/// # let dir = std::env::temp_dir().join(format!("jackdaw-batch-doc-{}", std::process::id()));
+/// let env = Env::open(&dir, Options::default())?;
+/// let mut tx = env.write()?;
+/// let raw = tx.create_tree("raw")?;
+/// let years: TypedTree<String, u16> = tx.create_typed("years")?;
+/// tx.commit()?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(&raw, b"k", b"v");
+/// batch.put(&years, "Ten", &1991);
+/// env.write_batch(batch)?;
+/// let rtx = env.read()?;
+/// assert_eq!(years.get(&rtx, "Ten")?, Some(1991));
+/// assert_eq!(rtx.get(&raw, b"k")?.unwrap().as_ref(), b"v");
+/// # drop(rtx); drop(env); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Default)]
 pub struct WriteBatch {
     ops: Vec<Op>,
     bytes: usize,
+    /// The first value that failed to encode: the batch fails with it when applied.
+    error: Option<Error>,
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> WriteBatch {
         WriteBatch::default()
     }
@@ -51,33 +127,41 @@ impl WriteBatch {
         self.bytes += bytes;
         self.ops.push(op);
     }
+    fn value<T: BatchValue<QV>, QV>(&mut self, tree: &T, value: QV) -> Vec<u8> {
+        tree.batch_value(value).unwrap_or_else(|e| {
+            self.error.get_or_insert(e);
+            Vec::new()
+        })
+    }
     /// Insert or replace `key` in plain tree `tree`.
-    pub fn put(&mut self, tree: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let (k, v) = (key.as_ref().to_vec(), value.as_ref().to_vec());
+    pub fn put<T: BatchKey<QK> + BatchValue<QV>, QK, QV>(&mut self, tree: &T, key: QK, value: QV) {
+        let (k, v) = (tree.batch_key(key), self.value(tree, value));
         let n = k.len() + v.len();
-        self.push(Op::Put(tree.to_string(), k, v), n);
+        self.push(Op::Put(tree.handle().clone(), k, v), n);
     }
     /// Delete `key` from plain tree `tree`.
-    pub fn delete(&mut self, tree: &str, key: impl AsRef<[u8]>) {
-        let k = key.as_ref().to_vec();
+    pub fn delete<T: BatchKey<QK>, QK>(&mut self, tree: &T, key: QK) {
+        let k = tree.batch_key(key);
         let n = k.len();
-        self.push(Op::Delete(tree.to_string(), k), n);
+        self.push(Op::Delete(tree.handle().clone(), k), n);
     }
     /// Add `value` to `key` in multi-value tree `tree`.
-    pub fn multi_put(&mut self, tree: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let (k, v) = (key.as_ref().to_vec(), value.as_ref().to_vec());
+    pub fn multi_put<T: BatchKey<QK> + BatchValue<QV>, QK, QV>(&mut self, tree: &T, key: QK, value: QV) {
+        let (k, v) = (tree.batch_key(key), self.value(tree, value));
         let n = k.len() + v.len();
-        self.push(Op::MultiPut(tree.to_string(), k, v), n);
+        self.push(Op::MultiPut(tree.handle().clone(), k, v), n);
     }
     /// Remove `value` from `key` in multi-value tree `tree`.
-    pub fn multi_delete(&mut self, tree: &str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let (k, v) = (key.as_ref().to_vec(), value.as_ref().to_vec());
+    pub fn multi_delete<T: BatchKey<QK> + BatchValue<QV>, QK, QV>(&mut self, tree: &T, key: QK, value: QV) {
+        let (k, v) = (tree.batch_key(key), self.value(tree, value));
         let n = k.len() + v.len();
-        self.push(Op::MultiDelete(tree.to_string(), k, v), n);
+        self.push(Op::MultiDelete(tree.handle().clone(), k, v), n);
     }
+    /// Number of operations.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
+    /// True if the batch has no operations.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -188,7 +272,6 @@ fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<Sync
                 continue;
             }
         };
-        let mut trees: HashMap<String, Tree> = HashMap::new();
         let mut waiters = Vec::new();
         let mut bytes = 0usize;
         let mut failed: Option<Error> = None;
@@ -208,11 +291,11 @@ fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<Sync
                     let _ = p.done.send(Err(failed.clone().expect("set")));
                     continue;
                 }
-                match validate(&mut tx, &mut trees, &p.batch) {
+                match validate(&mut tx, core.db_id, &p.batch) {
                     Err(e) => {
                         let _ = p.done.send(Err(e));
                     }
-                    Ok(()) => match apply(&mut tx, &trees, p.batch) {
+                    Ok(()) => match apply(&mut tx, p.batch) {
                         Ok(()) => waiters.push(p.done),
                         Err(e) => {
                             // The transaction is in an unknown state: fail everything in it.
@@ -273,25 +356,21 @@ fn fail_all(m: &Merger, e: &Error) {
     }
 }
 
-fn tree_for<'a>(tx: &mut WriteTxn, trees: &'a mut HashMap<String, Tree>, name: &str) -> Result<&'a Tree> {
-    if !trees.contains_key(name) {
-        let t = tx.open_tree(name)?.ok_or_else(|| Error::NoSuchTree(name.to_string()))?;
-        trees.insert(name.to_string(), t);
-    }
-    Ok(&trees[name])
-}
-
 /// Everything that could make a batch fail halfway, checked before any of it is applied.
-fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch) -> Result<()> {
+fn validate(tx: &mut WriteTxn, db_id: u64, b: &WriteBatch) -> Result<()> {
+    if let Some(e) = &b.error {
+        return Err(e.clone());
+    }
     let ps = tx.page_size();
+    let mut seen: Vec<u64> = Vec::new();
     for op in &b.ops {
-        let (name, key, multi) = match op {
-            Op::Put(n, k, v) => {
+        let (tree, key, multi) = match op {
+            Op::Put(t, k, v) => {
                 check_value_len(v.len() as u64)?;
-                (n, k, false)
+                (t, k, false)
             }
-            Op::Delete(n, k) => (n, k, false),
-            Op::MultiPut(n, k, v) | Op::MultiDelete(n, k, v) => {
+            Op::Delete(t, k) => (t, k, false),
+            Op::MultiPut(t, k, v) | Op::MultiDelete(t, k, v) => {
                 let max = max_key_size(ps);
                 if v.len() > max {
                     return Err(Error::ValueTooLarge {
@@ -300,7 +379,7 @@ fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch
                         limit: crate::error::Limit::MultiValue,
                     });
                 }
-                (n, k, true)
+                (t, k, true)
             }
         };
         if multi {
@@ -308,26 +387,33 @@ fn validate(tx: &mut WriteTxn, trees: &mut HashMap<String, Tree>, b: &WriteBatch
         } else {
             check_key(key, ps)?;
         }
-        let t = tree_for(tx, trees, name)?;
-        if t.is_multi() != multi {
-            return Err(Error::WrongTreeKind(name.clone()));
+        if tree.db_id != db_id {
+            return Err(Error::Invalid(format!("tree {}: a handle of another environment", tree.name())));
+        }
+        if !seen.contains(&tree.id) {
+            // The tree exists in this transaction (`NoSuchTree` for a deleted tree's handle).
+            tx.tree_stats(tree)?;
+            seen.push(tree.id);
+        }
+        if tree.is_multi() != multi {
+            return Err(Error::WrongTreeKind(tree.name().to_string()));
         }
     }
     Ok(())
 }
 
-fn apply(tx: &mut WriteTxn, trees: &HashMap<String, Tree>, b: WriteBatch) -> Result<()> {
+fn apply(tx: &mut WriteTxn, b: WriteBatch) -> Result<()> {
     for op in b.ops {
         match op {
-            Op::Put(n, k, v) => tx.put(&trees[&n], k, v)?,
-            Op::Delete(n, k) => {
-                tx.delete(&trees[&n], k)?;
+            Op::Put(t, k, v) => tx.put(&t, k, v)?,
+            Op::Delete(t, k) => {
+                tx.delete(&t, k)?;
             }
-            Op::MultiPut(n, k, v) => {
-                tx.multi_put(&trees[&n], k, v)?;
+            Op::MultiPut(t, k, v) => {
+                tx.multi_put(&t, k, v)?;
             }
-            Op::MultiDelete(n, k, v) => {
-                tx.multi_delete(&trees[&n], k, v)?;
+            Op::MultiDelete(t, k, v) => {
+                tx.multi_delete(&t, k, v)?;
             }
         }
     }

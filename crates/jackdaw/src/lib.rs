@@ -38,6 +38,7 @@ mod storage;
 mod sync;
 mod tree;
 mod txn;
+pub mod typed;
 
 /// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
 #[cfg(test)]
@@ -55,7 +56,7 @@ pub use api::{
     Bytes, Cursor, Iter, KeyRange, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree, TreeStats,
     TxSource, ValueReader, Values, WriteCursor, WriteRange, WriteTxn, WriteValues,
 };
-pub use batch::{BatchHandle, WriteBatch};
+pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;
 pub use error::{Error, Limit, Result};
 pub use ids::TxId;
@@ -81,3 +82,6 @@ pub mod internals {
     pub use crate::storage::*;
     pub use crate::txn::PageRef;
 }
+#[cfg(feature = "serde")]
+pub use typed::Serde;
+pub use typed::{AsKey, AsValue, Key, KeyPrefix, ReadAccess, TypedRange, TypedTree, TypedValues, Value};

@@ -9,7 +9,7 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     let dir = tmpdir("batches");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
-    tx.create_tree("t").unwrap();
+    let t = tx.create_tree("t").unwrap();
     tx.create_multi_tree("order").unwrap();
     tx.commit().unwrap();
     let before = env.stats();
@@ -17,15 +17,15 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     let per = 10_000u32;
     let handles: Vec<_> = (0..threads)
         .map(|th| {
-            let env = env.clone();
+            let (env, t) = (env.clone(), t.clone());
             std::thread::spawn(move || {
                 for b in 0..per {
                     let mut batch = WriteBatch::new();
                     for i in 0..10u32 {
-                        batch.put("t", format!("{th:02}-{b:06}-{i:02}"), format!("{th}:{b}:{i}"));
+                        batch.put(&t, format!("{th:02}-{b:06}-{i:02}"), format!("{th}:{b}:{i}"));
                     }
                     // The batch's position in the thread's sequence, to check the order later.
-                    batch.put("t", format!("last-{th:02}"), b.to_be_bytes());
+                    batch.put(&t, format!("last-{th:02}"), b.to_be_bytes());
                     env.write_batch(batch).unwrap();
                 }
             })
@@ -82,21 +82,26 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     let dir = tmpdir("badbatch");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
-    tx.create_tree("t").unwrap();
-    tx.create_multi_tree("m").unwrap();
+    let t = tx.create_tree("t").unwrap();
+    let m = tx.create_multi_tree("m").unwrap();
+    let nope = tx.create_tree("nope").unwrap();
+    tx.commit().unwrap();
+    // A handle to a tree deleted before the batch runs.
+    let mut tx = env.write().unwrap();
+    assert!(tx.delete_tree("nope").unwrap());
     tx.commit().unwrap();
     let mut good = WriteBatch::new();
-    good.put("t", b"a", b"1");
-    good.multi_put("m", b"k", b"v1");
-    good.multi_put("m", b"k", b"v2");
+    good.put(&t, b"a", b"1");
+    good.multi_put(&m, b"k", b"v1");
+    good.multi_put(&m, b"k", b"v2");
     let mut missing = WriteBatch::new();
-    missing.put("t", b"b", b"2");
-    missing.put("nope", b"x", b"y");
+    missing.put(&t, b"b", b"2");
+    missing.put(&nope, b"x", b"y");
     let mut too_big = WriteBatch::new();
-    too_big.put("t", b"c", b"3");
-    too_big.put("t", vec![0u8; 5000], b"y");
+    too_big.put(&t, b"c", b"3");
+    too_big.put(&t, vec![0u8; 5000], b"y");
     let mut wrong = WriteBatch::new();
-    wrong.multi_put("t", b"k", b"v");
+    wrong.multi_put(&t, b"k", b"v");
     let hs = vec![
         env.write_batch_async(good),
         env.write_batch_async(missing),
@@ -109,8 +114,6 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     assert!(matches!(rs[2], Err(Error::KeyTooLarge { .. })), "{:?}", rs[2]);
     assert!(matches!(rs[3], Err(Error::WrongTreeKind(_))), "{:?}", rs[3]);
     let r = env.read().unwrap();
-    let t = r.open_tree("t").unwrap().unwrap();
-    let m = r.open_tree("m").unwrap().unwrap();
     assert_eq!(r.get(&t, b"a").unwrap().unwrap().as_ref(), b"1");
     // Nothing of the failed batches was applied.
     assert!(r.get(&t, b"b").unwrap().is_none());
@@ -120,7 +123,7 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     // A thread holding the write transaction gets Busy instead of a deadlock.
     let tx = env.write().unwrap();
     let mut b = WriteBatch::new();
-    b.put("t", b"z", b"z");
+    b.put(&t, b"z", b"z");
     assert!(matches!(env.write_batch(b), Err(Error::Busy(_))));
     drop(tx);
     // Explicit transactions and batches take turns and never see each other's uncommitted work.
@@ -129,10 +132,10 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     let tt = tx.open_tree("t").unwrap().unwrap();
     tx.put(&tt, b"explicit", b"1").unwrap();
     let h = {
-        let env2 = env2.clone();
+        let (env2, t) = (env2.clone(), t.clone());
         std::thread::spawn(move || {
             let mut b = WriteBatch::new();
-            b.put("t", b"batched", b"1");
+            b.put(&t, b"batched", b"1");
             env2.write_batch(b)
         })
     };
@@ -146,6 +149,6 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     env.check().unwrap();
     env.close().unwrap();
     let mut b = WriteBatch::new();
-    b.put("t", b"late", b"1");
+    b.put(&t, b"late", b"1");
     assert!(matches!(env.write_batch(b), Err(Error::Closed)));
 }

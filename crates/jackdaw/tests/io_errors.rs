@@ -505,8 +505,17 @@ fn do_op(env: &Env, op: Op) -> Result<(), Error> {
             tx.commit().map(|_| ())
         }
         Op::Batch => {
+            let t = match env.read()?.open_tree("t")? {
+                Some(t) => t,
+                None => {
+                    let mut tx = env.write()?;
+                    let t = tx.create_tree("t")?;
+                    tx.commit()?;
+                    t
+                }
+            };
             let mut b = jackdaw::WriteBatch::new();
-            b.put("t", "batch", "v");
+            b.put(&t, "batch", "v");
             env.write_batch(b)
         }
         Op::Flush => env.flush(),

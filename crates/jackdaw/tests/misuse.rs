@@ -67,7 +67,7 @@ fn calls_that_need_the_writer_lock_on_the_writer_thread_are_busy() {
             ("check_with", env.check_with(|_| Ok(Vec::new())).map(|_| ())),
             ("write_batch", {
                 let mut b = WriteBatch::new();
-                b.put("t", "k2", "v2");
+                b.put(&t, "k2", "v2");
                 env.write_batch(b)
             }),
         ];
@@ -105,7 +105,7 @@ fn calls_inside_check_with_are_busy() {
             out.push(("flush", e2.flush()));
             out.push(("close", e2.close()));
             let mut b = WriteBatch::new();
-            b.put("t", "k2", "v2");
+            b.put(&t, "k2", "v2");
             out.push(("write_batch", e2.write_batch(b)));
             Ok(Vec::new())
         });

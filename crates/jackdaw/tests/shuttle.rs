@@ -118,12 +118,13 @@ fn opts(storage: &MemStorage) -> Options {
 fn one_schedule(plan: &Arc<Plan>) {
     let storage = MemStorage::new();
     let env = Arc::new(Env::open("/db", opts(&storage)).unwrap());
-    {
+    let u = {
         let mut w = env.write().unwrap();
         w.create_tree("t").unwrap();
-        w.create_tree("u").unwrap();
+        let u = w.create_tree("u").unwrap();
         w.commit().unwrap();
-    }
+        u
+    };
     let mut threads = Vec::new();
     {
         let (env, plan) = (env.clone(), plan.clone());
@@ -152,8 +153,8 @@ fn one_schedule(plan: &Arc<Plan>) {
                 let mut b = WriteBatch::new();
                 for op in ops {
                     match op {
-                        Op::Put(k, v) => b.put("u", k, v),
-                        Op::Del(k) => b.delete("u", k),
+                        Op::Put(k, v) => b.put(&u, k, v),
+                        Op::Del(k) => b.delete(&u, k),
                     }
                 }
                 env.write_batch(b).unwrap();
