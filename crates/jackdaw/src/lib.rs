@@ -41,6 +41,11 @@ mod txn;
 pub mod typed;
 
 /// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
+/// The README's Rust code blocks, compiled and run as doc tests so that the quickstart stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(test)]
 pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
     move || {
