@@ -142,21 +142,20 @@ impl WriteTxn {
 
     // ----- trees -----
 
-    /// The descriptor of `tree` as this transaction sees it (resolved once, then remembered),
-    /// with its name.
-    fn lookup_desc(&self, tree: &Tree) -> Result<(TreeDesc, String)> {
+    /// The descriptor of `tree` as this transaction sees it (resolved once, then remembered).
+    fn lookup_desc(&self, tree: &Tree) -> Result<TreeDesc> {
         if tree.db_id != self.db_id {
             return Err(Error::Invalid(format!("tree handle {} belongs to another environment", tree.name)));
         }
         if let Some(st) = self.trees.borrow().get(&tree.id) {
-            return Ok((st.desc, st.name.clone()));
+            return Ok(st.desc);
         }
         let mut touched = self.touched.get();
         let r = catalog::resolve(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
         self.touched.set(touched);
         let (name, desc) = r?;
-        self.trees.borrow_mut().insert(tree.id, TreeState { name: name.clone(), desc, dirty: false });
-        Ok((desc, name))
+        self.trees.borrow_mut().insert(tree.id, TreeState { name, desc, dirty: false });
+        Ok(desc)
     }
 
     /// The remembered state of `tree`, for a change to it.
@@ -166,8 +165,9 @@ impl WriteTxn {
     }
 
     fn desc(&self, tree: &Tree, kind: TreeKind) -> Result<TreeDesc> {
-        let (desc, name) = self.lookup_desc(tree)?;
+        let desc = self.lookup_desc(tree)?;
         if desc.kind() != kind {
+            let name = self.trees.borrow().get(&tree.id).map_or_else(|| tree.name.to_string(), |s| s.name.clone());
             return Err(Error::WrongTreeKind(name));
         }
         Ok(desc)
@@ -273,7 +273,7 @@ impl WriteTxn {
 
     /// Statistics of `tree`, as this transaction leaves it.
     pub fn tree_stats(&self, tree: &Tree) -> Result<TreeStats> {
-        Ok(TreeStats::from(&self.lookup_desc(tree)?.0))
+        Ok(TreeStats::from(&self.lookup_desc(tree)?))
     }
 
     /// Insert or replace `key`.
@@ -357,7 +357,7 @@ impl WriteTxn {
     }
 
     fn any_desc(&self, tree: &Tree) -> Result<TreeDesc> {
-        Ok(self.lookup_desc(tree)?.0)
+        Ok(self.lookup_desc(tree)?)
     }
 
     // ----- multi-value trees -----
