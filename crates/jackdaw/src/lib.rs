@@ -53,8 +53,8 @@ pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
 
 pub use api::catalog::max_tree_name;
 pub use api::{
-    Bytes, Cursor, Iter, KeyRange, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree, TreeStats,
-    TxSource, ValueReader, Values, WriteCursor, WriteRange, WriteTxn, WriteValues,
+    Bytes, Cursor, Iter, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree,
+    TreeStats, TxSource, ValueReader, Values, WriteCursor, WriteKeys, WriteRange, WriteTxn, WriteValues,
 };
 pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;
