@@ -212,8 +212,13 @@ fn the_cursor_refuses_a_multi_value_tree_with_a_pointer_to_keys() {
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a cursor over a multi-value tree"),
     }
+    // The iterator types are nameable.
+    let keys: jackdaw::WriteKeys<'_> = tx.keys(&t, ..).unwrap();
+    assert_eq!(keys.count(), 1);
     tx.commit().unwrap();
     let r = env.read().unwrap();
+    let keys: jackdaw::Keys = r.keys(&t, ..).unwrap();
+    assert_eq!(keys.count(), 1);
     assert!(matches!(r.cursor(&t), Err(Error::WrongTreeKind(_))));
     assert_eq!(r.keys(&t, ..).unwrap().map(|k| k.unwrap().to_vec()).collect::<Vec<_>>(), vec![b"a".to_vec()]);
 }
