@@ -77,7 +77,7 @@ fn every_documented_limit_holds_at_its_exact_edge() {
         assert_eq!(r.get(&plain, vec![1u8; key]).unwrap().unwrap().as_ref(), b"v");
         assert_eq!(r.multi_count(&multi, b"k").unwrap(), 2);
         assert_eq!(r.multi_count(&multi, vec![6u8; name]).unwrap(), 1);
-        assert_eq!(r.open_tree(&long).unwrap().is_some(), true);
+        assert!(r.open_tree(&long).unwrap().is_some());
         drop(r);
         // A failed reader leaves the transaction only abortable: check 4 GiB - 1 last.
         let mut tx = env.write().unwrap();

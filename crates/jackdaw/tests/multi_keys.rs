@@ -105,7 +105,7 @@ macro_rules! verify {
         );
         // Empty ranges: reversed bounds, a gap between keys, past the end.
         assert_eq!(tx.keys(t, b.clone()..a.clone()).unwrap().count(), 0, "seed {s}");
-        assert_eq!(tx.keys(t, b.clone()..a.clone()).unwrap().next_back().is_none(), true);
+        assert!(tx.keys(t, b.clone()..a.clone()).unwrap().next_back().is_none());
         assert_eq!(tx.multi_count_range(t, b.clone()..a.clone()).unwrap(), 0, "seed {s}");
         assert_eq!(tx.keys(t, "k0105".."k0106").unwrap().count(), 0);
         assert_eq!(tx.keys(t, "z"..).unwrap().count(), 0);
@@ -181,7 +181,7 @@ fn keys_and_count_range_match_the_model() {
 
 #[test]
 fn keys_and_count_range_of_a_plain_tree() {
-    let s = seed_or("keys_and_count_range_of_a_plain_tree", 0x706c_61);
+    let s = seed_or("keys_and_count_range_of_a_plain_tree", 0x0070_6c61);
     let mut rng = XorShift::new(s);
     let dir = tmpdir("multi-keys-plain");
     let env = Env::open(&dir, test_opts()).unwrap();
