@@ -58,7 +58,7 @@ pub enum Error {
     #[error("no such tree: {0}")]
     NoSuchTree(String),
     /// A tree of the other kind (a multi-value call on a plain tree, or the reverse).
-    #[error("tree {0} is of the other kind (plain vs multi-value)")]
+    #[error("tree {0} is of the other kind (plain vs multi-value): read a multi-value tree with multi_get, keys and range (a cursor walks plain trees only)")]
     WrongTreeKind(String),
     /// A tree of that name exists already (rename target).
     #[error("a tree named {0} exists already")]

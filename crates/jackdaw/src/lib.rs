@@ -1,5 +1,59 @@
 //! Jackdaw: an embedded, transactional, ordered key-value storage engine.
 //!
+//! An [`Env`] is one database in a directory: named trees of byte keys in order, written by one
+//! write transaction at a time ([`WriteTxn`], committed through a journal: durable on return in
+//! the default [`Durability::Sync`] mode) and read by any number of concurrent read transactions
+//! ([`ReadTxn`], each a consistent snapshot that never blocks the writer). A tree is *plain* (one
+//! value per key) or *multi-value* (a sorted set of values per key, with O(1) counts).
+//!
+//! ```
+//! use jackdaw::{Env, Options};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let env = Env::open(dir.path(), Options::default())?;
+//!
+//! // Write: one transaction, committed atomically.
+//! let mut tx = env.write()?;
+//! let users = tx.create_tree("users")?;
+//! tx.put(&users, "ada", "Ada Lovelace")?;
+//! tx.put(&users, "alan", "Alan Turing")?;
+//! let tags = tx.create_multi_tree("tags")?;
+//! tx.multi_put(&tags, "ada", "math")?;
+//! tx.multi_put(&tags, "ada", "poetry")?;
+//! tx.commit()?;
+//!
+//! // Read: a snapshot; ranges are ordered and double-ended.
+//! let r = env.read()?;
+//! assert_eq!(r.get(&users, "ada")?.unwrap().as_ref(), b"Ada Lovelace");
+//! let names: Vec<_> = r.range(&users, "a".."b")?.map(|e| e.map(|(k, _)| k.to_vec())).collect::<Result<_, _>>()?;
+//! assert_eq!(names, [b"ada".to_vec(), b"alan".to_vec()]);
+//! assert_eq!(r.multi_count(&tags, "ada")?, 2);
+//! assert_eq!(r.keys(&tags, ..)?.count(), 1);
+//! # Ok::<(), jackdaw::Error>(())
+//! ```
+//!
+//! Next: [`TypedTree`] (keys and values as Rust types, with order-preserving key encodings),
+//! [`WriteBatch`] (many writers' changes grouped into shared commits), [`Env::check`] (a full
+//! structural check of the database), [`Env::sync`] (durability of `Durability::NoSync` commits
+//! on demand), [`Options`] (page size, durability, flusher).
+//!
+//! # Limits
+//!
+//! Every size limit, with its value at 4 KiB pages (the default) and the error a call over it
+//! returns. `ps` is the page size; the functions give the exact value at any page size
+//! (`max_key_size`: 4,049 at 8 KiB, 32,721 at 64 KiB; `max_tree_name`: 4,001 at 8 KiB, 32,673 at
+//! 64 KiB). `tests/limits.rs` checks each edge.
+//!
+//! | What | Limit | At 4 KiB pages | Error over it |
+//! |---|---|---|---|
+//! | Key of a plain tree | [`max_key_size`]`(ps)` | 2,001 bytes | [`Error::KeyTooLarge`] `{ limit: `[`Limit::Key`]`, .. }` |
+//! | Key of a multi-value tree | [`max_tree_name`]`(ps)` (room for a nested tree's descriptor) | 1,953 bytes | [`Error::KeyTooLarge`] `{ limit: `[`Limit::MultiKey`]`, .. }` |
+//! | Value of a plain tree | [`MAX_VALUE_SIZE`] (any page size) | 4 GiB − 1 (4,294,967,295 bytes) | [`Error::ValueTooLarge`] `{ limit: `[`Limit::Value`]`, .. }` |
+//! | One value of a multi-value tree | [`max_key_size`]`(ps)` (values are keys of a nested tree) | 2,001 bytes | [`Error::ValueTooLarge`] `{ limit: `[`Limit::MultiValue`]`, .. }` |
+//! | Tree name | [`max_tree_name`]`(ps)` | 1,953 bytes (and not empty: [`Error::Invalid`]) | [`Error::TreeNameTooLong`] |
+//! | Transaction | its journal record's payload (page images and diffs, before compression) ≤ 4 GiB − 1 | same | [`Error::TransactionTooLarge`] at commit: split it |
+//! | Page size | a power of two in 4,096..=65,536, fixed at creation | — | [`Error::Invalid`] from [`Env::open`] |
+//!
 //! Layers, bottom up (dependencies point one way):
 //! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) ←
 //! `journal` (records, writer, recovery) ← `txn` (page table, allocator, snapshots, the write
@@ -58,8 +112,8 @@ pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
 
 pub use api::catalog::max_tree_name;
 pub use api::{
-    Bytes, Cursor, Iter, KeyRange, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree, TreeStats,
-    TxSource, ValueReader, Values, WriteCursor, WriteRange, WriteTxn, WriteValues,
+    Bytes, Cursor, Iter, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree,
+    TreeStats, TxSource, ValueReader, Values, WriteCursor, WriteKeys, WriteRange, WriteTxn, WriteValues,
 };
 pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;

@@ -3,7 +3,7 @@
 
 use super::Bytes;
 use crate::tree::cursor::Cursor as TreeCursor;
-use crate::tree::multi::{decode_list, FLAG_NESTED, FLAG_SUBTREE};
+use crate::tree::multi::{decode_list, list_count, FLAG_NESTED, FLAG_SUBTREE};
 use crate::tree::node::{Node, FLAG_OVERFLOW};
 use crate::tree::{overflow, PageRead, TreeDesc, TreeKind};
 use crate::txn::{PageRef, PageTxn, Snapshot};
@@ -283,6 +283,12 @@ impl<S: Source> Iter<S> {
 
     /// The next leaf entry from one end.
     fn outer(&mut self, forward: bool) -> Option<Result<Item<S>>> {
+        let multi = self.multi;
+        self.advance(forward, |src, c| entry(src, c, multi))
+    }
+
+    /// Read the leaf entry at one end with `read`, then step that end inward.
+    fn advance<T>(&mut self, forward: bool, read: impl Fn(&S, &TreeCursor) -> Result<T>) -> Option<Result<T>> {
         if !self.started {
             if let Err(e) = self.start() {
                 self.done = true;
@@ -293,7 +299,7 @@ impl<S: Source> Iter<S> {
             return None;
         }
         let cur = if forward { &self.front } else { &self.back };
-        let item = entry(&self.src, cur, self.multi);
+        let item = read(&self.src, cur);
         if item.is_err() || self.same() {
             self.done = true;
             return Some(item);
@@ -360,6 +366,75 @@ impl<S: Source> DoubleEndedIterator for Iter<S> {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.step(false)
     }
+}
+
+/// The key under a tree cursor (zero-copy from a snapshot).
+fn key_bytes<S: Source>(src: &S, c: &TreeCursor) -> Result<Bytes> {
+    let page = src.pages().page(c.leaf())?;
+    let key = Node::new(&page).key(c.idx())?;
+    let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
+    Ok(src.bytes(&page, c.leaf(), kstart, key.len()))
+}
+
+/// How many values the entry under a tree cursor stands for: 1 in a plain tree, the key's value
+/// count in a multi-value tree (O(1): a nested list's header or a nested tree's descriptor).
+fn value_count<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<u64> {
+    if !multi {
+        return Ok(1);
+    }
+    let page = src.pages().page(c.leaf())?;
+    let (flags, v, _) = Node::new(&page).value(c.idx())?;
+    match flags {
+        FLAG_NESTED => list_count(v),
+        FLAG_SUBTREE => Ok(TreeDesc::decode(v)?.entries),
+        f => Err(crate::Error::corrupted(Some(c.leaf()), format!("multi-value entry with flags {f}"))),
+    }
+}
+
+/// A double-ended iterator over the distinct keys of a key range, in key order: one item per
+/// key, also in a multi-value tree (whatever its number of values). Values are not read.
+pub struct KeyIter<S: Source> {
+    it: Iter<S>,
+}
+
+/// The distinct keys of a range of a read snapshot (`ReadTxn::keys`); owns what it needs
+/// (`'static`), like [`Range`].
+pub type Keys = KeyIter<SnapSource>;
+/// The distinct keys of a range of the write transaction (`WriteTxn::keys`), seeing its changes.
+pub type WriteKeys<'a> = KeyIter<TxSource<'a>>;
+
+impl<S: Source> KeyIter<S> {
+    pub(crate) fn new(src: S, desc: TreeDesc, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> KeyIter<S> {
+        KeyIter { it: Iter::new(src, desc, lo, hi) }
+    }
+}
+
+impl<S: Source> Iterator for KeyIter<S> {
+    type Item = Result<Bytes>;
+    fn next(&mut self) -> Option<Result<Bytes>> {
+        self.it.advance(true, key_bytes)
+    }
+}
+
+impl<S: Source> DoubleEndedIterator for KeyIter<S> {
+    fn next_back(&mut self) -> Option<Result<Bytes>> {
+        self.it.advance(false, key_bytes)
+    }
+}
+
+/// The number of values of the keys in a range (entries, in a plain tree): the tree's entry
+/// count when unbounded, else one step per distinct key, reading each key's count in O(1).
+pub(crate) fn count_range<S: Source>(src: S, desc: TreeDesc, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Result<u64> {
+    if matches!((&lo, &hi), (Bound::Unbounded, Bound::Unbounded)) {
+        return Ok(desc.entries);
+    }
+    let mut it = Iter::new(src, desc, lo, hi);
+    let multi = it.multi;
+    let mut n = 0u64;
+    while let Some(c) = it.advance(true, |src, c| value_count(src, c, multi)) {
+        n += c?;
+    }
+    Ok(n)
 }
 
 /// A cursor over one tree: `seek`, then `next` / `prev`, reading the entry with `current`.

@@ -7,8 +7,8 @@ pub(crate) mod read;
 pub(crate) mod write;
 
 pub use iter::{
-    Cursor, Iter, KeyRange, Range, ReadCursor, ReadValues, SnapSource, Source, TxSource, Values, WriteCursor,
-    WriteRange, WriteValues,
+    Cursor, Iter, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadValues, SnapSource, Source, TxSource, Values,
+    WriteCursor, WriteKeys, WriteRange, WriteValues,
 };
 pub use read::{ReadTxn, ValueReader};
 pub use write::WriteTxn;

@@ -1,7 +1,9 @@
 //! Read transactions over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{prefix_bounds, Cursor, KeyRange, Range, ReadCursor, ReadValues, SnapSource, Values};
+use super::iter::{
+    count_range, prefix_bounds, Cursor, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadValues, SnapSource, Values,
+};
 use super::{Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::tree::btree::{self, LeafCache};
@@ -237,6 +239,24 @@ impl ReadTxn {
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
     }
 
+    /// The distinct keys in `range`, in order (double-ended): one item per key, also in a
+    /// multi-value tree (read its values with [`multi_get`](Self::multi_get)); each key once in a
+    /// plain tree.
+    pub fn keys<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<Keys> {
+        let desc = self.desc(tree)?;
+        let (lo, hi) = range.key_bounds();
+        Ok(KeyIter::new(SnapSource(self.snap.clone()), desc, lo, hi))
+    }
+
+    /// The number of values of the keys in `range` in a multi-value tree (the sum of their
+    /// [`multi_count`](Self::multi_count)s, one O(1) count per distinct key; O(1) for `..`); in a
+    /// plain tree, the number of entries in `range`.
+    pub fn multi_count_range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<u64> {
+        let desc = self.desc(tree)?;
+        let (lo, hi) = range.key_bounds();
+        count_range(SnapSource(self.snap.clone()), desc, lo, hi)
+    }
+
     /// Entries whose keys start with `prefix`, in order (double-ended).
     pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<Range> {
         let desc = self.desc(tree)?;
@@ -244,7 +264,9 @@ impl ReadTxn {
         Ok(Range::new(SnapSource(self.snap.clone()), desc, lo, hi))
     }
 
-    /// A cursor over `tree`.
+    /// A cursor over a plain tree. A multi-value tree is refused with [`Error::WrongTreeKind`]:
+    /// walk its distinct keys with [`keys`](Self::keys) and read each key's values with
+    /// [`multi_get`](Self::multi_get) (or all pairs with [`range`](Self::range)).
     pub fn cursor(&self, tree: &Tree) -> Result<ReadCursor> {
         Ok(Cursor::new(SnapSource(self.snap.clone()), self.plain(tree)?))
     }

@@ -1,7 +1,9 @@
 //! The write transaction over trees.
 
 use super::catalog::{self, ROOT_ID};
-use super::iter::{prefix_bounds, Cursor, KeyRange, TxSource, Values, WriteCursor, WriteRange, WriteValues};
+use super::iter::{
+    count_range, prefix_bounds, Cursor, KeyRange, TxSource, Values, WriteCursor, WriteKeys, WriteRange, WriteValues,
+};
 use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
@@ -442,6 +444,22 @@ impl WriteTxn {
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
+    /// The distinct keys in `range`, seeing this transaction's changes (one item per key, also
+    /// in a multi-value tree; see [`ReadTxn::keys`](crate::ReadTxn::keys)).
+    pub fn keys<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<WriteKeys<'_>> {
+        let desc = self.any_desc(tree)?;
+        let (lo, hi) = range.key_bounds();
+        Ok(WriteKeys::new(TxSource(&self.raw), desc, lo, hi))
+    }
+
+    /// The number of values of the keys in `range`, seeing this transaction's changes (entries,
+    /// in a plain tree; see [`ReadTxn::multi_count_range`](crate::ReadTxn::multi_count_range)).
+    pub fn multi_count_range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<u64> {
+        let desc = self.any_desc(tree)?;
+        let (lo, hi) = range.key_bounds();
+        count_range(TxSource(&self.raw), desc, lo, hi)
+    }
+
     /// Entries whose keys start with `prefix`, seeing this transaction's changes.
     pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<WriteRange<'_>> {
         let desc = self.any_desc(tree)?;
@@ -449,7 +467,9 @@ impl WriteTxn {
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
 
-    /// A cursor over `tree`, seeing this transaction's changes.
+    /// A cursor over a plain tree, seeing this transaction's changes. A multi-value tree is
+    /// refused with [`Error::WrongTreeKind`]: use [`keys`](Self::keys) and
+    /// [`multi_get`](Self::multi_get) (see [`ReadTxn::cursor`](crate::ReadTxn::cursor)).
     pub fn cursor(&self, tree: &Tree) -> Result<WriteCursor<'_>> {
         let desc = self.desc(tree, TreeKind::Plain)?;
         Ok(Cursor::new(TxSource(&self.raw), desc))

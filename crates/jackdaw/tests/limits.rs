@@ -1,0 +1,105 @@
+//! Every limit of the crate docs' "Limits" table, at 4 KiB, 8 KiB and 64 KiB pages: the largest
+//! allowed size is accepted, one byte more is refused with exactly the documented error variant
+//! and `Limit`.
+mod common;
+use common::*;
+use jackdaw::{max_key_size, max_tree_name, Env, Error, Limit, Options, MAX_VALUE_SIZE};
+
+/// (page size, key of a plain tree and one value of a multi-value tree, key of a multi-value
+/// tree and tree name): the numbers the crate docs give.
+const TABLE: [(u32, usize, usize); 3] = [(4096, 2001, 1953), (8192, 4049, 4001), (65536, 32721, 32673)];
+
+/// A reader that fails at once: a value whose length passed the limit check then fails with I/O.
+struct Failing;
+impl std::io::Read for Failing {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("no bytes here"))
+    }
+}
+
+#[test]
+fn every_documented_limit_holds_at_its_exact_edge() {
+    assert_eq!(MAX_VALUE_SIZE, (4u64 << 30) - 1);
+    for (ps, key, name) in TABLE {
+        assert_eq!(max_key_size(ps as usize), key, "page size {ps}");
+        assert_eq!(max_tree_name(ps as usize), name, "page size {ps}");
+        let dir = tmpdir(&format!("limits-{ps}"));
+        let env = Env::open(&dir, test_opts().page_size(ps)).unwrap();
+        let mut tx = env.write().unwrap();
+
+        // Tree name.
+        let long = "n".repeat(name);
+        let plain = tx.create_tree(&long).unwrap();
+        match tx.create_tree(&"n".repeat(name + 1)) {
+            Err(Error::TreeNameTooLong { len, max }) => assert_eq!((len, max), (name + 1, name), "page size {ps}"),
+            r => panic!("page size {ps}: {:?}", r.map(|_| ())),
+        }
+        match tx.create_multi_tree(&"m".repeat(name + 1)) {
+            Err(Error::TreeNameTooLong { len, max }) => assert_eq!((len, max), (name + 1, name), "page size {ps}"),
+            r => panic!("page size {ps}: {:?}", r.map(|_| ())),
+        }
+
+        // Key of a plain tree (with an inline and an overflow value).
+        tx.put(&plain, vec![1u8; key], b"v").unwrap();
+        tx.put(&plain, vec![2u8; key], vec![7u8; 3 * ps as usize]).unwrap();
+        match tx.put(&plain, vec![1u8; key + 1], b"v") {
+            Err(Error::KeyTooLarge { len, max, limit: Limit::Key }) => assert_eq!((len, max), (key + 1, key)),
+            r => panic!("page size {ps}: {r:?}"),
+        }
+
+        // Value: 4 GiB - 1 passes the check (the reader then fails), one byte more does not.
+        match tx.put_reader(&plain, b"big", MAX_VALUE_SIZE + 1, Failing) {
+            Err(Error::ValueTooLarge { len, max, limit: Limit::Value }) => {
+                assert_eq!((len, max), (MAX_VALUE_SIZE + 1, MAX_VALUE_SIZE))
+            }
+            r => panic!("page size {ps}: {r:?}"),
+        }
+
+        // Key and one value of a multi-value tree.
+        let multi = tx.create_multi_tree("ix").unwrap();
+        tx.multi_put(&multi, vec![3u8; name], b"v").unwrap();
+        match tx.multi_put(&multi, vec![3u8; name + 1], b"v") {
+            Err(Error::KeyTooLarge { len, max, limit: Limit::MultiKey }) => assert_eq!((len, max), (name + 1, name)),
+            r => panic!("page size {ps}: {r:?}"),
+        }
+        tx.multi_put(&multi, b"k", vec![4u8; key]).unwrap();
+        tx.multi_put(&multi, b"k", vec![5u8; key]).unwrap();
+        tx.multi_put(&multi, vec![6u8; name], vec![4u8; key]).unwrap();
+        match tx.multi_put(&multi, b"k", vec![4u8; key + 1]) {
+            Err(Error::ValueTooLarge { len, max, limit: Limit::MultiValue }) => {
+                assert_eq!((len, max), (key as u64 + 1, key as u64))
+            }
+            r => panic!("page size {ps}: {r:?}"),
+        }
+        tx.commit().unwrap();
+        env.check().unwrap();
+        let r = env.read().unwrap();
+        assert_eq!(r.get(&plain, vec![1u8; key]).unwrap().unwrap().as_ref(), b"v");
+        assert_eq!(r.multi_count(&multi, b"k").unwrap(), 2);
+        assert_eq!(r.multi_count(&multi, vec![6u8; name]).unwrap(), 1);
+        assert!(r.open_tree(&long).unwrap().is_some());
+        drop(r);
+        // A failed reader leaves the transaction only abortable: check 4 GiB - 1 last.
+        let mut tx = env.write().unwrap();
+        match tx.put_reader(&plain, b"big", MAX_VALUE_SIZE, Failing) {
+            Err(Error::Io { .. }) => {}
+            r => panic!("page size {ps}: 4 GiB - 1 should pass the limit and fail reading: {r:?}"),
+        }
+        tx.abort();
+    }
+}
+
+#[test]
+fn page_sizes_outside_the_documented_range_are_invalid() {
+    for ps in [0u32, 2048, 4095, 6144, 12288, 131072] {
+        let dir = tmpdir(&format!("limits-bad-{ps}"));
+        match Env::open(&dir, Options::default().page_size(ps)) {
+            Err(Error::Invalid(m)) => assert!(m.contains("page size"), "{m}"),
+            r => panic!("page size {ps}: {:?}", r.map(|_| ())),
+        }
+    }
+    for ps in [4096u32, 16384, 32768, 65536] {
+        let dir = tmpdir(&format!("limits-ok-{ps}"));
+        Env::open(&dir, Options::default().page_size(ps)).unwrap();
+    }
+}
