@@ -64,7 +64,7 @@
 //! Values are not compared except in multi-value trees (where a key's values are kept in byte
 //! order). `Vec<u8>` and `String` are stored as they are; `[u8; N]` as its N bytes; `()` as no
 //! bytes; integers and `bool` as keys are (fixed width, big-endian, sign flipped), so the values
-//! of a multi-value tree come out in numeric order. [`Serde<T>`](Serde) (feature `serde`) stores
+//! of a multi-value tree come out in numeric order. `Serde<T>` (feature `serde`) stores
 //! any serde type with postcard.
 //!
 //! # Owned types and borrowed arguments

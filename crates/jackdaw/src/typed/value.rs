@@ -1,4 +1,4 @@
-//! Value encodings: [`Value`], [`AsValue`] and (feature `serde`) [`Serde`].
+//! Value encodings: [`Value`], [`AsValue`] and (feature `serde`) `Serde`.
 
 use super::key::Key;
 use crate::{Error, Result};
@@ -20,7 +20,7 @@ pub trait AsValue<V: ?Sized> {
 /// (empty) and the integer types (fixed width, big-endian with the sign bit flipped: the key
 /// encoding, so the values of a multi-value tree, which are kept in byte order, come out in
 /// numeric order). With feature `serde`: any `T: Serialize + DeserializeOwned` through
-/// [`Serde<T>`](Serde). Values are owned types, like keys (see [`Key`]).
+/// `Serde<T>`. Values are owned types, like keys (see [`Key`]).
 pub trait Value: Sized + AsValue<Self> {
     /// Decode a whole stored value. Damaged bytes give `Error::Corrupted`, never a panic.
     fn decode_value(bytes: &[u8]) -> Result<Self>;
