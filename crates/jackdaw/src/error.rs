@@ -13,27 +13,66 @@ use std::sync::Arc;
 pub enum Error {
     /// An operating-system I/O call failed (the call site is named).
     #[error("I/O error during {op}: {source}")]
-    Io { op: &'static str, source: Arc<io::Error> },
+    Io {
+        /// The operation that failed ("journal write", "create data file", ...).
+        op: &'static str,
+        /// The operating system's error.
+        source: Arc<io::Error>,
+    },
     /// Data read from disk failed a check. `page` is the data file page number when one is known.
     #[error("the database is damaged{}: {reason}", at_page(page))]
-    Corrupted { page: Option<u64>, reason: String },
+    Corrupted {
+        /// The data file page, when the damage is in one.
+        page: Option<u64>,
+        /// What failed, in words.
+        reason: String,
+    },
     /// Another `Env` (in this process or another) has the database in directory `path` open;
     /// `pid` is the holder's process id when it could be found.
     #[error("the database at {} is open in another Env ({}); close it first", path.display(), holder(*pid))]
-    Locked { path: PathBuf, pid: Option<u32> },
+    Locked {
+        /// The database directory.
+        path: PathBuf,
+        /// The process holding it, when it could be found.
+        pid: Option<u32>,
+    },
     /// A key longer than the tree allows; `limit` says which limit (see the crate docs' table).
     #[error("a {limit} of {len} bytes is over the limit of {max} bytes; use a shorter one")]
-    KeyTooLarge { len: usize, max: usize, limit: Limit },
+    KeyTooLarge {
+        /// The key's length in bytes.
+        len: usize,
+        /// The largest length allowed.
+        max: usize,
+        /// Which limit.
+        limit: Limit,
+    },
     /// A value longer than the engine allows; `limit` says which limit.
     #[error("a {limit} of {len} bytes is over the limit of {max} bytes")]
-    ValueTooLarge { len: u64, max: u64, limit: Limit },
+    ValueTooLarge {
+        /// The value's length in bytes.
+        len: u64,
+        /// The largest length allowed.
+        max: u64,
+        /// Which limit.
+        limit: Limit,
+    },
     /// A tree name longer than `max_tree_name(page_size)` bytes.
     #[error("a tree name of {len} bytes is over the limit of {max} bytes; use a shorter name")]
-    TreeNameTooLong { len: usize, max: usize },
+    TreeNameTooLong {
+        /// The name's length in bytes.
+        len: usize,
+        /// The largest length allowed.
+        max: usize,
+    },
     /// A transaction whose journal record would pass the record format's limit (4 GiB of
     /// payload): commit it in smaller transactions.
     #[error("the transaction's journal record would take {bytes} bytes, over the limit of {max}; split it into smaller transactions")]
-    TransactionTooLarge { bytes: u64, max: u64 },
+    TransactionTooLarge {
+        /// The record's payload in bytes.
+        bytes: u64,
+        /// The largest payload a record can carry.
+        max: u64,
+    },
     /// An earlier write or sync failed; the environment refuses writes until it is reopened
     /// (an fsync is never retried: the kernel may already have dropped the dirty pages).
     #[error("the environment is poisoned by an earlier write failure ({0}); reopen it")]
@@ -53,7 +92,12 @@ pub enum Error {
     /// Long-lived readers pin more page versions than `Options::max_pinned_bytes` allows; new write
     /// transactions are refused until they end.
     #[error("readers pin {pinned_bytes} bytes of page versions, over the cap of {cap_bytes}; end long-lived read transactions")]
-    PinnedLimit { pinned_bytes: u64, cap_bytes: u64 },
+    PinnedLimit {
+        /// Bytes of page versions the readers pin.
+        pinned_bytes: u64,
+        /// `Options::max_pinned_bytes`.
+        cap_bytes: u64,
+    },
     /// The tree does not exist (or no longer does: a handle to a deleted tree).
     #[error("no such tree: {0}")]
     NoSuchTree(String),

@@ -165,46 +165,59 @@ impl Options {
         self.page_size = bytes;
         self
     }
+    /// When a commit is durable (default [`Durability::Sync`]); a transaction can override it.
     pub fn durability(mut self, d: Durability) -> Self {
         self.durability = d;
         self
     }
+    /// Journal bytes written since the last flush that wake the flusher (default 64 MiB).
     pub fn flush_threshold_bytes(mut self, b: u64) -> Self {
         self.flush_threshold_bytes = b;
         self
     }
+    /// After this long without a commit the flusher writes out what is unflushed (default 1 s).
     pub fn flush_idle(mut self, d: Duration) -> Self {
         self.flush_idle = d;
         self
     }
+    /// Unflushed page versions kept for readers before new write transactions are refused
+    /// with `Error::PinnedLimit` (default 1 GiB).
     pub fn max_pinned_bytes(mut self, b: u64) -> Self {
         self.max_pinned_bytes = b;
         self
     }
+    /// The largest size of a new journal file (default 16 MiB, at least 64 KiB).
     pub fn journal_file_bytes(mut self, b: u64) -> Self {
         self.journal_file_bytes = b;
         self
     }
+    /// Retired journal files kept for reuse (default 6).
     pub fn journal_files_kept(mut self, n: usize) -> Self {
         self.journal_files_kept = n;
         self
     }
+    /// Which free pages the allocator reuses (default [`FreeSpacePolicy::Reuse`]).
     pub fn free_space(mut self, p: FreeSpacePolicy) -> Self {
         self.free_space = p;
         self
     }
+    /// Who runs the flusher (default [`FlusherMode::Background`]).
     pub fn flusher(mut self, m: FlusherMode) -> Self {
         self.flusher = m;
         self
     }
+    /// Pages from which a transaction writes its new pages straight to the data file (default 64;
+    /// 0 disables it).
     pub fn write_once_min_pages(mut self, n: usize) -> Self {
         self.write_once_min_pages = n;
         self
     }
+    /// Dirty pages a write transaction holds in memory before it spills (default 8192; 0: never).
     pub fn max_dirty_pages(mut self, n: usize) -> Self {
         self.max_dirty_pages = n;
         self
     }
+    /// Print one line per journal write and per flush to stderr (default off).
     pub fn flush_log(mut self, on: bool) -> Self {
         self.flush_log = on;
         self

@@ -456,9 +456,11 @@ impl<S: Source> Cursor<S> {
     pub fn seek_back(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         self.c.seek_back(self.src.pages(), &self.desc, Bound::Included(key.as_ref()))
     }
+    /// Move to the first entry.
     pub fn first(&mut self) -> Result<()> {
         self.c.first(self.src.pages(), &self.desc)
     }
+    /// Move to the last entry.
     pub fn last(&mut self) -> Result<()> {
         self.c.last(self.src.pages(), &self.desc)
     }

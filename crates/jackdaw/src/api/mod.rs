@@ -45,10 +45,15 @@ impl Tree {
 /// Statistics of one tree, from its descriptor (kept up to date, not recomputed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TreeStats {
+    /// Entries (in a multi-value tree: values).
     pub entries: u64,
+    /// Levels from the root to the leaves (0 for an empty tree).
     pub depth: u32,
+    /// Branch pages.
     pub branch_pages: u64,
+    /// Leaf pages.
     pub leaf_pages: u64,
+    /// Pages of values stored outside the leaves.
     pub overflow_pages: u64,
 }
 
