@@ -98,10 +98,7 @@ impl Env {
 
     /// Begin a read transaction: an owned snapshot of the last committed state.
     pub fn read(&self) -> Result<ReadTxn> {
-        if self.core().closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(ReadTxn::begin(self.core()))
+        ReadTxn::try_begin(self.core())
     }
 
     /// Move every committed page version that no snapshot still needs into the data file, sync it
@@ -118,7 +115,11 @@ impl Env {
     }
 
     /// Flush, sync and stop the flusher. Afterwards new transactions on any clone fail with
-    /// `Error::Closed`; snapshots still alive keep reading until dropped.
+    /// `Error::Closed`; snapshots still alive keep reading until dropped. Releases the database's
+    /// locks, so the same directory can be opened again (in this process too, while clones of
+    /// this `Env` live on); but while a read transaction (or this thread's write transaction) is
+    /// still alive the locks stay, `close` returns `Error::Busy` saying so (everything else is
+    /// done), and the last of those transactions releases them when it ends.
     pub fn close(&self) -> Result<()> {
         self.handle.close()
     }
@@ -239,6 +240,10 @@ impl Env {
     }
 }
 
+/// What `close` says when transactions still hold the environment's locks.
+const STILL_LOCKED: &str = "closed, but read or write transactions of this Env are still open; the database stays \
+                            locked until the last of them ends";
+
 fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Let an active write transaction of another thread finish first (unless this thread holds
     // it: it would wait for itself; that transaction's commit then fails with `Closed`).
@@ -247,10 +252,28 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
         // Closed already: `Ok` only if nothing failed (a failed write must never read as `Ok`).
         return match core.poisoned.lock().as_ref() {
             Some(m) => Err(Error::Poisoned(m.clone())),
+            None if core.lock.lock().is_some() && core.close_done.load(Ordering::Acquire) => {
+                Err(Error::Busy(STILL_LOCKED))
+            }
             None => Ok(()),
         };
     }
     drop(writer);
+    let r = close_files(core, flusher);
+    // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
+    let readers = core.readers.lock();
+    core.close_done.store(true, Ordering::Release);
+    let released = core.release_lock_if_idle(&readers);
+    drop(readers);
+    match r {
+        Ok(()) if !released => Err(Error::Busy(STILL_LOCKED)),
+        r => r,
+    }
+}
+
+/// The work of `close` after refusing new transactions: the last commits' records, the
+/// flusher's stop, the final flush and journal sync.
+fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Commits prepared before the close get their records written (pipelined commits).
     {
         let mut j = core.journal.lock();
@@ -443,7 +466,8 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),
         closed: AtomicBool::new(false),
-        _lock: lock,
+        close_done: AtomicBool::new(false),
+        lock: Mutex::new(Some(lock)),
         opts,
     })
 }

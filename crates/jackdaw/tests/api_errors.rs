@@ -320,14 +320,15 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
     let (dir, env, t) = with_tree("err-closed");
     let r = env.read().unwrap();
     let other = env.clone();
-    other.close().unwrap();
+    // Closed, but the live snapshot keeps the database locked: `close` says so.
+    assert!(matches!(other.close(), Err(Error::Busy(_))), "close with a live snapshot");
     assert!(matches!(env.write().map(|_| ()), Err(Error::Closed)), "write after close");
     assert!(matches!(env.try_write().map(|_| ()), Err(Error::Closed)), "try_write after close");
     assert!(matches!(env.read().map(|_| ()), Err(Error::Closed)), "read after close");
     assert!(matches!(other.read().map(|_| ()), Err(Error::Closed)), "read on the closing clone");
     assert!(matches!(env.flush(), Err(Error::Closed)), "flush after close");
-    other.close().unwrap(); // idempotent
-                            // The snapshot taken before the close keeps reading.
+    assert!(matches!(other.close(), Err(Error::Busy(_))), "still locked by the snapshot");
+    // The snapshot taken before the close keeps reading.
     assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 1);
     assert_eq!(r.list_trees().unwrap(), vec!["t".to_string()]);
@@ -349,6 +350,74 @@ fn second_open_is_locked() {
     let env = Env::open(&dir, test_opts()).unwrap();
     assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// `close()` releases the lock at once when no transaction is alive, even while clones of the
+/// `Env` live on: the same path reopens in this process, and the old clone is `Closed`.
+#[test]
+fn close_releases_the_lock_while_clones_live() {
+    let (dir, env, _t) = with_tree("err-close-lock");
+    let clone = env.clone();
+    env.close().unwrap();
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after close, a clone of the old Env alive");
+    assert!(matches!(clone.write().map(|_| ()), Err(Error::Closed)), "write on the old clone");
+    assert!(matches!(clone.read().map(|_| ()), Err(Error::Closed)), "read on the old clone");
+    assert!(matches!(clone.check().map(|_| ()), Err(Error::Closed)), "check on the old clone");
+    clone.close().unwrap(); // idempotent, and writes nothing
+    let mut tx = env2.write().unwrap();
+    let t = tx.open_tree("t").unwrap().unwrap();
+    assert_eq!(tx.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
+    tx.put(&t, b"k2", b"v2").unwrap();
+    tx.commit().unwrap();
+    // Dropping the old handles (their drop closes again) leaves the new Env's data alone.
+    drop((env, clone));
+    env2.flush().unwrap();
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env2.close().unwrap();
+    drop(env2);
+    let env3 = Env::open(&dir, test_opts()).unwrap();
+    let r = env3.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 2);
+    drop(r);
+    env3.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// With a read transaction alive, `close()` closes (new transactions are refused) but says the
+/// database stays locked; the lock goes when that transaction ends.
+#[test]
+fn close_with_a_live_read_txn_keeps_the_lock_until_it_ends() {
+    let (dir, env, t) = with_tree("err-close-reader");
+    let r = env.read().unwrap();
+    match env.close() {
+        Err(Error::Busy(m)) => assert!(m.contains("still open") && m.contains("locked"), "{m}"),
+        other => panic!("close with a live ReadTxn: {other:?}"),
+    }
+    assert!(matches!(env.read().map(|_| ()), Err(Error::Closed)));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })), "the reader keeps the lock");
+    assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
+    drop(r);
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after the last reader ended");
+    env.close().unwrap(); // the lock is gone now: a second close is Ok
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// `close()` from the thread holding the write transaction: that transaction keeps the lock (its
+/// commit fails with `Closed`); the lock goes when it is dropped.
+#[test]
+fn close_inside_a_write_txn_keeps_the_lock_until_it_ends() {
+    let (dir, env, t) = with_tree("err-close-writer");
+    let mut tx = env.write().unwrap();
+    tx.put(&t, b"k2", b"v2").unwrap();
+    assert!(matches!(env.close(), Err(Error::Busy(_))), "close with this thread's WriteTxn alive");
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
+    assert!(matches!(tx.commit().map(|_| ()), Err(Error::Closed)));
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after the write transaction ended");
+    let r = env2.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert!(r.get(&t, b"k2").unwrap().is_none(), "the uncommitted put is not there");
+    drop(r);
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
