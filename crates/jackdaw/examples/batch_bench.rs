@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let w = (env.stats().journal_writes - w0) as f64;
         println!("{threads:>7} {:>12.0} {:>12.0} {:>16.0} {:>16.1}", b / el, b * 100.0 / el, w / el, b / w);
     }
-    env.check()?;
+    env.check().and_then(jackdaw::CheckReport::into_result)?;
     drop(env);
     std::fs::remove_dir_all(&dir)?;
     Ok(())

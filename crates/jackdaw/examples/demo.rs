@@ -140,7 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(r);
     let live: Vec<u64> = pages.iter().chain(bulk.iter()).copied().collect();
     let l2 = live.clone();
-    env.check_with(move |_| Ok(l2))?;
+    env.check_with(move |_| Ok(l2)).and_then(jackdaw::CheckReport::into_result)?;
     let stats = env.stats();
     env.close()?;
     drop(env);
@@ -151,7 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(&r.page(bulk[777])?[PAGE_HEADER..PAGE_HEADER + 8], &777u64.to_le_bytes());
     println!("reopened in {} at transaction {}", us(s.elapsed()), r.txid());
     drop(r);
-    env.check_with(move |_| Ok(live))?;
+    env.check_with(move |_| Ok(live)).and_then(jackdaw::CheckReport::into_result)?;
     println!("check: ok");
     println!(
         "stats: {} commits, {} journal writes ({} O_DIRECT), journal I/O {}, bytes full/diffed/written {}/{}/{}, flushes {}, syncs {:?}",

@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tx = env.write()?;
     assert!(tx.delete(&albums, b"0000000000000001")?);
     tx.commit()?;
-    env.check()?;
+    env.check().and_then(jackdaw::CheckReport::into_result)?;
     println!("{:?}", env.stats());
     drop(env);
     std::fs::remove_dir_all(&dir)?;

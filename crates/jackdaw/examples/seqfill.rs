@@ -60,5 +60,5 @@ fn main() {
     println!("read-seq {n}: {:.0} ops/s, touched {} pages", n as f64 / el.as_secs_f64(), r.pages_touched());
     assert!(rnd || sum == n as usize * 100);
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }

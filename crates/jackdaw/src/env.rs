@@ -9,7 +9,7 @@ use crate::error::IoContext;
 use crate::ids::TxId;
 use crate::journal::{self, recovery, Journal};
 use crate::options::{FlusherMode, Options};
-use crate::stats::{CheckReport, Counters, ReaderInfo, Stats};
+use crate::stats::{CheckReport, Counters, Problem, ProblemKind, ReaderInfo, Stats};
 use crate::storage::{JournalIo, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
 use crate::sync::thread::JoinHandle;
 use crate::sync::AtomicBool;
@@ -98,10 +98,7 @@ impl Env {
 
     /// Begin a read transaction: an owned snapshot of the last committed state.
     pub fn read(&self) -> Result<ReadTxn> {
-        if self.core().closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(ReadTxn::begin(self.core()))
+        ReadTxn::try_begin(self.core())
     }
 
     /// Move every committed page version that no snapshot still needs into the data file, sync it
@@ -118,7 +115,11 @@ impl Env {
     }
 
     /// Flush, sync and stop the flusher. Afterwards new transactions on any clone fail with
-    /// `Error::Closed`; snapshots still alive keep reading until dropped.
+    /// `Error::Closed`; snapshots still alive keep reading until dropped. Releases the database's
+    /// locks, so the same directory can be opened again (in this process too, while clones of
+    /// this `Env` live on); but while a read transaction (or this thread's write transaction) is
+    /// still alive the locks stay, `close` returns `Error::Busy` saying so (everything else is
+    /// done), and the last of those transactions releases them when it ends.
     pub fn close(&self) -> Result<()> {
         self.handle.close()
     }
@@ -210,9 +211,12 @@ impl Env {
     /// Verify the whole database: header slots, every page in use (checksum, number, kind), the
     /// free-space map, every tree (order, fences, kinds, counts, overflow chains), reachability
     /// (no page reachable twice; reachable and free pages together are all pages) and the journal
-    /// chain. `Ok` only when sound; otherwise `Err(Corrupted)` listing every problem found.
+    /// chain. `Ok(report)` whenever the check ran, with every problem found in `report.problems`
+    /// (empty when sound; [`CheckReport::into_result`] turns problems into `Err(Corrupted)`).
+    /// `Err` only when the check could not run: I/O error, closed, poisoned, or `Busy` (this
+    /// thread holds the write transaction).
     pub fn check(&self) -> Result<CheckReport> {
-        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| {
+        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<Problem>| {
             crate::api::catalog::reachable(&*rtx.snap, problems)
         })
     }
@@ -225,16 +229,20 @@ impl Env {
         where
             F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
         {
-            check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<String>| match reachable(rtx) {
+            check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<Problem>| match reachable(rtx) {
                 Ok(v) => v,
                 Err(e) => {
-                    problems.push(format!("walking reachable pages: {e}"));
+                    problems.push(Problem::from_error(ProblemKind::Reachability, None, None, "walking reachable pages: ", &e));
                     Vec::new()
                 }
             })
         }
     }
 }
+
+/// What `close` says when transactions still hold the environment's locks.
+const STILL_LOCKED: &str = "closed, but read or write transactions of this Env are still open; the database stays \
+                            locked until the last of them ends";
 
 fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Let an active write transaction of another thread finish first (unless this thread holds
@@ -244,10 +252,28 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
         // Closed already: `Ok` only if nothing failed (a failed write must never read as `Ok`).
         return match core.poisoned.lock().as_ref() {
             Some(m) => Err(Error::Poisoned(m.clone())),
+            None if core.lock.lock().is_some() && core.close_done.load(Ordering::Acquire) => {
+                Err(Error::Busy(STILL_LOCKED))
+            }
             None => Ok(()),
         };
     }
     drop(writer);
+    let r = close_files(core, flusher);
+    // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
+    let readers = core.readers.lock();
+    core.close_done.store(true, Ordering::Release);
+    let released = core.release_lock_if_idle(&readers);
+    drop(readers);
+    match r {
+        Ok(()) if !released => Err(Error::Busy(STILL_LOCKED)),
+        r => r,
+    }
+}
+
+/// The work of `close` after refusing new transactions: the last commits' records, the
+/// flusher's stop, the final flush and journal sync.
+fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Commits prepared before the close get their records written (pipelined commits).
     {
         let mut j = core.journal.lock();
@@ -440,7 +466,8 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
         poisoned: Mutex::new(None),
         closed: AtomicBool::new(false),
-        _lock: lock,
+        close_done: AtomicBool::new(false),
+        lock: Mutex::new(Some(lock)),
         opts,
     })
 }
@@ -525,12 +552,18 @@ fn stats(core: &Arc<Core>) -> Stats {
 
 fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
 where
-    F: FnOnce(&ReadTxn, &mut Vec<String>) -> Vec<u64>,
+    F: FnOnce(&ReadTxn, &mut Vec<Problem>) -> Vec<u64>,
 {
     // A thread holding the write transaction (or inside `check_with`) would wait for itself.
+    if core.closed.load(Ordering::Acquire) {
+        return Err(Error::Closed);
+    }
     crate::txn::write::refuse_if_held(core)?;
     // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
     let _w = core.writer.lock();
+    if core.closed.load(Ordering::Acquire) {
+        return Err(Error::Closed);
+    }
     let _mark = crate::txn::write::CheckMark::new(core);
     // Wait for pipelined commits in flight to become visible.
     {
@@ -549,21 +582,23 @@ where
     let rtx = ReadTxn::begin(core);
     let committed_txid = core.committed().txid;
     let g = Geometry::new(core.page_size);
-    let mut problems: Vec<String> = Vec::new();
+    use ProblemKind as K;
+    let mut problems: Vec<Problem> = Vec::new();
     let mut report = CheckReport::default();
     let next_page = rtx.next_page();
 
     // 1. Header slots.
     if let Err(e) = DataFile::read_headers(core.data.file.as_ref()) {
-        problems.push(format!("header slots: {e}"));
+        problems.push(Problem::from_error(K::Header, None, None, "header slots: ", &e));
     }
     // 2. Free-space map.
     let summary = core.alloc.lock().clone();
     if summary.free.len() as u64 != g.sections(next_page) {
-        problems.push(format!(
-            "allocator has {} sections, the database needs {}",
-            summary.free.len(),
-            g.sections(next_page)
+        problems.push(Problem::new(
+            K::FreeSpaceMap,
+            None,
+            None,
+            format!("allocator has {} sections, the database needs {}", summary.free.len(), g.sections(next_page)),
         ));
     }
     let mut free_set: HashSet<u64> = HashSet::new();
@@ -573,24 +608,37 @@ where
         let p = match rtx.page(bp) {
             Ok(p) => p,
             Err(e) => {
-                problems.push(format!("bitmap page {bp}: {e}"));
+                problems.push(Problem::from_error(K::FreeSpaceMap, Some(bp), None, &format!("bitmap page {bp}: "), &e));
                 continue;
             }
         };
         if page::page_kind(&p) != Some(PageKind::FreeMap) {
-            problems.push(format!("page {bp}: expected a free-space bitmap page"));
+            problems.push(Problem::new(
+                K::FreeSpaceMap,
+                Some(bp),
+                None,
+                format!("page {bp}: expected a free-space bitmap page"),
+            ));
             continue;
         }
         let limit = (next_page - k * g.section).min(g.section);
         let n = count_set_bits(&p, limit);
         if summary.free.get(k as usize) != Some(&n) {
-            problems.push(format!(
-                "section {k}: bitmap has {n} free pages, the allocator counts {:?}",
-                summary.free.get(k as usize)
+            let counted = summary.free.get(k as usize).map_or_else(|| "no such section".to_string(), u64::to_string);
+            problems.push(Problem::new(
+                K::FreeSpaceMap,
+                Some(bp),
+                None,
+                format!("section {k}: bitmap has {n} free pages, the allocator counts {counted}"),
             ));
         }
         if any_set_from(&p, limit) {
-            problems.push(format!("section {k}: pages past the high-water mark {next_page} are marked free"));
+            problems.push(Problem::new(
+                K::FreeSpaceMap,
+                Some(bp),
+                None,
+                format!("section {k}: pages past the high-water mark {next_page} are marked free"),
+            ));
         }
         for i in 0..limit {
             let (byte, mask) = g.bit(k * g.section + i);
@@ -602,7 +650,12 @@ where
     for fixed in [FIRST_BITMAP_PAGE, META_PAGE].into_iter().chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k)))
     {
         if free_set.contains(&fixed) {
-            problems.push(format!("page {fixed} (a fixed page) is marked free"));
+            problems.push(Problem::new(
+                K::FreeSpaceMap,
+                Some(fixed),
+                None,
+                format!("page {fixed} (a fixed page) is marked free"),
+            ));
         }
     }
     report.free_pages = free_set.len() as u64;
@@ -616,12 +669,12 @@ where
         match rtx.page(pgno) {
             Ok(p) => {
                 if let Err(e) = page::verify(&p, pgno) {
-                    problems.push(e.to_string());
+                    problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e));
                 } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
-                    problems.push("page 3 is not the meta page".into());
+                    problems.push(Problem::new(K::PageChecksum, Some(pgno), None, "page 3 is not the meta page"));
                 }
             }
-            Err(e) => problems.push(e.to_string()),
+            Err(e) => problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e)),
         }
     }
     // 4. Reachability: what the trees (or the caller) use.
@@ -633,16 +686,36 @@ where
                 let mut seen = HashSet::new();
                 for p in pages {
                     if !seen.insert(p) {
-                        problems.push(format!("page {p} is reachable twice"));
+                        problems.push(Problem::new(
+                            K::Reachability,
+                            Some(p),
+                            None,
+                            format!("page {p} is reachable twice"),
+                        ));
                     } else if p < FIRST_FREE_PAGE || p >= next_page || g.is_bitmap_page(p) {
-                        problems.push(format!("reachable page {p} is not an allocatable page"));
+                        problems.push(Problem::new(
+                            K::Reachability,
+                            Some(p),
+                            None,
+                            format!("reachable page {p} is not an allocatable page"),
+                        ));
                     } else if free_set.contains(&p) {
-                        problems.push(format!("reachable page {p} is marked free"));
+                        problems.push(Problem::new(
+                            K::Reachability,
+                            Some(p),
+                            None,
+                            format!("reachable page {p} is marked free"),
+                        ));
                     }
                 }
                 for p in FIRST_FREE_PAGE..next_page {
                     if !g.is_bitmap_page(p) && !free_set.contains(&p) && !seen.contains(&p) {
-                        problems.push(format!("page {p} is in use but not reachable (leaked)"));
+                        problems.push(Problem::new(
+                            K::Reachability,
+                            Some(p),
+                            None,
+                            format!("page {p} is in use but not reachable (leaked)"),
+                        ));
                     }
                 }
             }
@@ -660,42 +733,59 @@ where
     match recovery::list(storage, &core.journal_dir, false) {
         Ok(paths) => {
             if header.journal_gen > next_gen {
-                problems.push(format!(
-                    "header names journal generation {} but the writer is at generation {next_gen}",
-                    header.journal_gen
+                problems.push(Problem::new(
+                    K::Journal,
+                    None,
+                    None,
+                    format!(
+                        "header names journal generation {} but the writer is at generation {next_gen}",
+                        header.journal_gen
+                    ),
                 ));
             }
             for g in paths.keys().filter(|g| **g >= next_gen) {
-                problems.push(format!(
-                    "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
-                    journal::file_name(*g)
+                problems.push(Problem::new(
+                    K::Journal,
+                    None,
+                    None,
+                    format!(
+                        "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
+                        journal::file_name(*g)
+                    ),
                 ));
             }
             match recovery::scan(storage, &paths, &header, |_, _| Ok(())) {
                 Ok(end) => {
                     report.journal_records = end.records;
                     if end.last_txid < durable {
-                        problems.push(format!(
-                            "journal chain ends at transaction {} but transactions up to {durable} are durable",
-                            end.last_txid
+                        problems.push(Problem::new(
+                            K::Journal,
+                            None,
+                            None,
+                            format!(
+                                "journal chain ends at transaction {} but transactions up to {durable} are durable",
+                                end.last_txid
+                            ),
                         ));
                     }
                     if end.last_txid > committed_txid {
-                        problems.push(format!(
-                            "journal chain reaches transaction {} past the last committed one, {committed_txid}",
-                            end.last_txid
+                        problems.push(Problem::new(
+                            K::Journal,
+                            None,
+                            None,
+                            format!(
+                                "journal chain reaches transaction {} past the last committed one, {committed_txid}",
+                                end.last_txid
+                            ),
                         ));
                     }
                 }
-                Err(e) => problems.push(format!("journal: {e}")),
+                Err(e) => problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e)),
             }
         }
-        Err(e) => problems.push(format!("journal: {e}")),
+        Err(e) => problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e)),
     }
     drop(flush_state);
-    if problems.is_empty() {
-        Ok(report)
-    } else {
-        Err(Error::Corrupted { page: None, reason: problems.join("\n") })
-    }
+    report.problems = problems;
+    Ok(report)
 }

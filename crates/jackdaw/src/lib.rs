@@ -123,7 +123,7 @@ pub use options::{Durability, FlusherMode, FreeSpacePolicy, Options};
 /// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).
 #[cfg(feature = "shuttle")]
 pub use shuttle;
-pub use stats::{CheckReport, CommitStats, PagesByKind, ReaderInfo, Stats};
+pub use stats::{CheckReport, CommitStats, PagesByKind, Problem, ProblemKind, ReaderInfo, Stats};
 pub use tree::node::max_key_size;
 pub use tree::overflow::MAX_VALUE_SIZE;
 

@@ -157,7 +157,8 @@ pub struct Stats {
     pub poisoned: bool,
 }
 
-/// The result of a successful `Env::check`.
+/// The result of `Env::check`: what was verified, and every problem found (none when the
+/// database is sound).
 #[derive(Debug, Clone, Default)]
 pub struct CheckReport {
     pub pages_checked: u64,
@@ -167,4 +168,115 @@ pub struct CheckReport {
     pub journal_records: u64,
     /// Pages the layer above reported as reachable (0 when no walker is registered).
     pub reachable_pages: u64,
+    /// Every problem found, in the order the check met them; empty when the database is sound.
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    /// True when the check found no problem.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// `Ok(self)` when clean; otherwise `Err(Error::Corrupted)` with the first problem's page and
+    /// every problem, one a line (the behaviour of `check()` before it returned its findings).
+    pub fn into_result(self) -> crate::Result<CheckReport> {
+        match self.problems.first() {
+            None => Ok(self),
+            Some(first) => Err(crate::Error::Corrupted {
+                page: first.page,
+                reason: self.problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+            }),
+        }
+    }
+}
+
+/// One finding of `Env::check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The data file page the problem is at, when one is known.
+    pub page: Option<u64>,
+    /// The tree whose walk found the problem (`(root)` for the catalog of trees; a nested tree
+    /// of a multi-value tree is named `NAME/nested`), when a tree walk found it.
+    pub tree: Option<String>,
+    /// What part of the database is at fault.
+    pub kind: ProblemKind,
+    /// The problem in words.
+    pub detail: String,
+}
+
+/// What part of the database a [`Problem`] is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// The data file's header slots.
+    Header,
+    /// The free-space bitmaps against the allocator and the high-water mark.
+    FreeSpaceMap,
+    /// A page fails its own check (checksum, page number, kind), or cannot be read.
+    PageChecksum,
+    /// A tree's structure: key order, fences, page kinds and levels, entries, counts.
+    TreeOrder,
+    /// An overflow chain of a large value.
+    Overflow,
+    /// Reachability: a page reachable twice, reachable but free or not allocatable, or in use
+    /// but reachable from nothing (leaked).
+    Reachability,
+    /// The journal files and their chain against the header and the writer.
+    Journal,
+}
+
+impl ProblemKind {
+    fn words(self) -> &'static str {
+        match self {
+            ProblemKind::Header => "header",
+            ProblemKind::FreeSpaceMap => "free-space map",
+            ProblemKind::PageChecksum => "page check",
+            ProblemKind::TreeOrder => "tree structure",
+            ProblemKind::Overflow => "overflow chain",
+            ProblemKind::Reachability => "reachability",
+            ProblemKind::Journal => "journal",
+        }
+    }
+}
+
+impl std::fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words())
+    }
+}
+
+impl Problem {
+    pub(crate) fn new(kind: ProblemKind, page: Option<u64>, tree: Option<&str>, detail: impl Into<String>) -> Problem {
+        Problem { page, tree: tree.map(str::to_owned), kind, detail: detail.into() }
+    }
+
+    /// A problem from an error: the page of a `Corrupted` error (else `page`), the error's
+    /// message after `prefix`.
+    pub(crate) fn from_error(
+        kind: ProblemKind,
+        page: Option<u64>,
+        tree: Option<&str>,
+        prefix: &str,
+        e: &crate::Error,
+    ) -> Problem {
+        let page = match e {
+            crate::Error::Corrupted { page: Some(p), .. } => Some(*p),
+            _ => page,
+        };
+        Problem::new(kind, page, tree, format!("{prefix}{e}"))
+    }
+}
+
+impl std::fmt::Display for Problem {
+    /// `KIND problem: DETAIL`, and the page in words when the detail does not name it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} problem: {}", self.kind, self.detail)?;
+        if let Some(p) = self.page {
+            if !self.detail.contains(&format!("page {p}")) {
+                write!(f, " (at page {p})")?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -102,7 +102,7 @@ fn oversized_key_is_rejected_by_put_put_reader_and_tree_names() {
     assert!(e[0].0 == vec![7u8; MAX_KEY] && e[0].1 == b"max", "the largest key is stored");
     assert_eq!(e[1], (b"k1".to_vec(), b"v1".to_vec()));
     assert_eq!(env.read().unwrap().list_trees().unwrap(), vec!["t".to_string()]);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// A key longer than the maximum can never be stored: looking it up or deleting it finds
@@ -127,7 +127,7 @@ fn oversized_key_on_get_and_delete_finds_nothing() {
     none_or_too_large(r.get_reader(&t, &big).map(|o| o.is_some()), "ReadTxn::get_reader");
     assert_eq!(entries(&env, &t), vec![(b"k1".to_vec(), b"v1".to_vec())]);
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn oversized_value_is_rejected_before_reading_it() {
     assert!(tx.get(&t, b"big").unwrap().is_none());
     tx.commit().unwrap();
     assert_eq!(entries(&env, &t).len(), 1);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// A reader that ends early fails `put_reader` with an I/O error; the transaction is unchanged.
@@ -159,7 +159,7 @@ fn short_reader_fails_put_reader_with_io_error() {
     assert!(tx.get(&t, b"small").unwrap().is_none());
     tx.commit().unwrap();
     assert_eq!(entries(&env, &t), vec![(b"k1".to_vec(), b"v1".to_vec())]);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// `put_reader` of an overflow-sized value whose reader fails part-way returns `Err(Io)` after it
@@ -176,13 +176,13 @@ fn failed_streamed_put_reader_breaks_the_transaction() {
     assert!(matches!(tx.put(&t, b"x", b"y"), Err(Error::Invalid(_))));
     assert!(matches!(tx.commit(), Err(Error::Invalid(_))));
     assert_eq!(entries(&env, &t), before);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     // The next transaction works normally.
     let mut tx = env.write().unwrap();
     tx.put_reader(&t, b"k", 10_000, &[1u8; 10_000][..]).unwrap();
     assert_eq!(tx.get(&t, b"k").unwrap().unwrap().len(), 10_000);
     tx.commit().unwrap();
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,7 +236,7 @@ fn deleted_tree_handle_is_no_such_tree_everywhere() {
     assert!(tx.get(&t2, b"k1").unwrap().is_none());
     tx.commit().unwrap();
     is_no_such(env.read().unwrap().get(&t, b"k1"), "old handle after re-creation, ReadTxn");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn rename_errors() {
     assert_eq!(r.list_trees().unwrap(), vec!["t".to_string(), "u".to_string()]);
     assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -282,7 +282,7 @@ fn empty_tree_name_is_invalid() {
     is_invalid(tx.rename_tree("t", ""), "rename_tree(t, \"\")");
     assert_eq!(tx.list_trees().unwrap(), vec!["t".to_string()]);
     tx.commit().unwrap();
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -309,7 +309,7 @@ fn tree_of_the_other_kind_is_wrong_tree_kind() {
     assert!(matches!(r.multi_get(&t, b"k").map(|_| ()), Err(Error::WrongTreeKind(_))));
     assert_eq!(r.multi_count(&m, b"k").unwrap(), 1);
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -320,14 +320,15 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
     let (dir, env, t) = with_tree("err-closed");
     let r = env.read().unwrap();
     let other = env.clone();
-    other.close().unwrap();
+    // Closed, but the live snapshot keeps the database locked: `close` says so.
+    assert!(matches!(other.close(), Err(Error::Busy(_))), "close with a live snapshot");
     assert!(matches!(env.write().map(|_| ()), Err(Error::Closed)), "write after close");
     assert!(matches!(env.try_write().map(|_| ()), Err(Error::Closed)), "try_write after close");
     assert!(matches!(env.read().map(|_| ()), Err(Error::Closed)), "read after close");
     assert!(matches!(other.read().map(|_| ()), Err(Error::Closed)), "read on the closing clone");
     assert!(matches!(env.flush(), Err(Error::Closed)), "flush after close");
-    other.close().unwrap(); // idempotent
-                            // The snapshot taken before the close keeps reading.
+    assert!(matches!(other.close(), Err(Error::Busy(_))), "still locked by the snapshot");
+    // The snapshot taken before the close keeps reading.
     assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
     assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 1);
     assert_eq!(r.list_trees().unwrap(), vec!["t".to_string()]);
@@ -335,7 +336,7 @@ fn closed_env_refuses_new_transactions_but_open_snapshots_keep_reading() {
     // Nothing was lost.
     let env = Env::open(&dir, test_opts()).unwrap();
     assert_eq!(entries(&env, &t), vec![(b"k1".to_vec(), b"v1".to_vec())]);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -348,7 +349,75 @@ fn second_open_is_locked() {
     drop(clone);
     let env = Env::open(&dir, test_opts()).unwrap();
     assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// `close()` releases the lock at once when no transaction is alive, even while clones of the
+/// `Env` live on: the same path reopens in this process, and the old clone is `Closed`.
+#[test]
+fn close_releases_the_lock_while_clones_live() {
+    let (dir, env, _t) = with_tree("err-close-lock");
+    let clone = env.clone();
+    env.close().unwrap();
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after close, a clone of the old Env alive");
+    assert!(matches!(clone.write().map(|_| ()), Err(Error::Closed)), "write on the old clone");
+    assert!(matches!(clone.read().map(|_| ()), Err(Error::Closed)), "read on the old clone");
+    assert!(matches!(clone.check().map(|_| ()), Err(Error::Closed)), "check on the old clone");
+    clone.close().unwrap(); // idempotent, and writes nothing
+    let mut tx = env2.write().unwrap();
+    let t = tx.open_tree("t").unwrap().unwrap();
+    assert_eq!(tx.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
+    tx.put(&t, b"k2", b"v2").unwrap();
+    tx.commit().unwrap();
+    // Dropping the old handles (their drop closes again) leaves the new Env's data alone.
+    drop((env, clone));
+    env2.flush().unwrap();
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env2.close().unwrap();
+    drop(env2);
+    let env3 = Env::open(&dir, test_opts()).unwrap();
+    let r = env3.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 2);
+    drop(r);
+    env3.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// With a read transaction alive, `close()` closes (new transactions are refused) but says the
+/// database stays locked; the lock goes when that transaction ends.
+#[test]
+fn close_with_a_live_read_txn_keeps_the_lock_until_it_ends() {
+    let (dir, env, t) = with_tree("err-close-reader");
+    let r = env.read().unwrap();
+    match env.close() {
+        Err(Error::Busy(m)) => assert!(m.contains("still open") && m.contains("locked"), "{m}"),
+        other => panic!("close with a live ReadTxn: {other:?}"),
+    }
+    assert!(matches!(env.read().map(|_| ()), Err(Error::Closed)));
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })), "the reader keeps the lock");
+    assert_eq!(r.get(&t, b"k1").unwrap().unwrap().as_ref(), b"v1");
+    drop(r);
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after the last reader ended");
+    env.close().unwrap(); // the lock is gone now: a second close is Ok
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// `close()` from the thread holding the write transaction: that transaction keeps the lock (its
+/// commit fails with `Closed`); the lock goes when it is dropped.
+#[test]
+fn close_inside_a_write_txn_keeps_the_lock_until_it_ends() {
+    let (dir, env, t) = with_tree("err-close-writer");
+    let mut tx = env.write().unwrap();
+    tx.put(&t, b"k2", b"v2").unwrap();
+    assert!(matches!(env.close(), Err(Error::Busy(_))), "close with this thread's WriteTxn alive");
+    assert!(matches!(Env::open(&dir, test_opts()).map(|_| ()), Err(Error::Locked { .. })));
+    assert!(matches!(tx.commit().map(|_| ()), Err(Error::Closed)));
+    let env2 = Env::open(&dir, test_opts()).expect("reopen after the write transaction ended");
+    let r = env2.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert!(r.get(&t, b"k2").unwrap().is_none(), "the uncommitted put is not there");
+    drop(r);
+    env2.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -368,7 +437,7 @@ fn try_write_while_a_writer_is_active_is_busy() {
     drop(tx); // abort
     env.try_write().unwrap().commit().unwrap();
     assert_eq!(entries(&env, &t).len(), 2);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -393,8 +462,8 @@ fn tree_handle_of_another_env_is_invalid() {
     assert_eq!(r.get(&tb, b"k1").unwrap().unwrap().as_ref(), b"v1");
     assert_eq!(a.read().unwrap().get(&ta, b"k1").unwrap().unwrap().as_ref(), b"v1");
     drop(r);
-    a.check().unwrap();
-    b.check().unwrap();
+    a.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    b.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -415,7 +484,7 @@ fn bad_options_and_raw_page_arguments_are_invalid() {
     tx.free_page(p).unwrap();
     is_invalid(tx.free_page(p), "free_page twice");
     tx.commit().unwrap();
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -438,7 +507,7 @@ fn pinned_page_versions_over_the_cap_refuse_new_writers() {
     drop(r);
     env.write().unwrap().commit().unwrap();
     assert_eq!(env.read().unwrap().get(&t, b"a").unwrap().unwrap().as_ref(), b"2");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,7 +547,7 @@ fn missing_keys_and_empty_trees_read_as_none() {
     assert!(c.current().unwrap().is_none() && c.next().unwrap().is_none() && c.prev().unwrap().is_none());
     assert!(r.open_tree("nope").unwrap().is_none());
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -533,12 +602,12 @@ fn regression_tree_names_longer_than_1953_bytes_are_rejected() {
         Err(Error::TreeNameTooLong { .. } | Error::Invalid(_)) => {}
         Err(e) => {
             let _ = tx.commit();
-            let check = env.check().map(|_| ());
+            let check = env.check().and_then(jackdaw::CheckReport::into_result).map(|_| ());
             panic!("create_tree of a {}-byte name: {e:?}; check() after committing: {check:?}", name.len());
         }
     }
     tx.commit().unwrap();
-    if let Err(e) = env.check() {
+    if let Err(e) = env.check().and_then(jackdaw::CheckReport::into_result) {
         panic!("check() after creating trees with long names: {e}");
     }
 }

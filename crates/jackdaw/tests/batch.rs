@@ -74,7 +74,7 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
     // machine's load (5.8 per write on a quiet 2-core machine, 3.8 with the other core busy), so
     // the bound is loose: at least two batches per write on average.
     assert!(writes * 2 < batches, "group commit: {writes} journal writes for {batches} batches");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn a_bad_batch_fails_alone_and_errors_are_typed() {
     let r = env.read().unwrap();
     assert!(r.get(&t, b"explicit").unwrap().is_some() && r.get(&t, b"batched").unwrap().is_some());
     drop(r);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     env.close().unwrap();
     let mut b = WriteBatch::new();
     b.put(&t, b"late", b"1");

@@ -1,9 +1,10 @@
 //! `Env::check()` finds what it claims to find.
 //!
 //! Each test builds a small database through the API (tree "t": 3,000 keys, so depth >= 2, plus
-//! one 10 KB overflow value; tree "u": a few keys), asserts that `check()` is `Ok`, plants one
-//! defect, and asserts that `check()` returns `Err(Corrupted)` whose reason names the problem
-//! (and the page, where there is one). Defects are planted through the raw page API of a write
+//! one 10 KB overflow value; tree "u": a few keys), asserts that `check()` is clean, plants one
+//! defect, and asserts that `check()` returns `Ok(report)` whose `problems` hold the expected
+//! `ProblemKind`s at the expected pages, and whose `into_result()` is `Err(Corrupted)` with a
+//! reason naming the problem (and the page, where there is one). Defects are planted through the raw page API of a write
 //! transaction (`page_mut`: bytes from 32 on; commit re-stamps the checksum, so the page is
 //! structurally wrong but not torn), or, for the checksum, by flipping a byte of the closed data
 //! file. Pages are found by walking from the meta page, decoding the formats documented in
@@ -14,7 +15,7 @@ mod common;
 
 use common::*;
 use jackdaw::internals::{PageKind, PAGE_HEADER};
-use jackdaw::{Env, Error, FlusherMode, Tree, WriteTxn};
+use jackdaw::{CheckReport, Env, Error, FlusherMode, ProblemKind, Tree, WriteTxn};
 
 const PS: usize = 4096;
 const META: u64 = 3;
@@ -185,7 +186,7 @@ fn build(name: &str) -> Db {
     let st = env.read().unwrap().tree_stats(&t).unwrap();
     assert_eq!(st.depth, 2, "tree t has depth 2 ({st:?})");
     assert!(st.leaf_pages >= 10 && st.overflow_pages == 3, "{st:?}");
-    env.check().expect("check() of the sound database");
+    env.check().and_then(CheckReport::into_result).expect("check() of the sound database");
     // The walk here agrees with the engine's stats.
     let tx = env.write().unwrap();
     let (_, _, d) = named(&tx, "t");
@@ -203,22 +204,35 @@ fn mentions_page(reason: &str, pg: u64) -> bool {
     whole(format!("page {pg}")) || reason.contains(&format!("page Some({pg})"))
 }
 
-/// `check()` fails with `Corrupted`, its reason containing every string of `needles` and naming
-/// every page of `pages`. Returns the reason.
+/// `check()` is `Ok(report)` with problems: for each `(kind, page)` of `want`, a problem of that
+/// kind (at that page, when one is given); and `into_result()` fails with `Corrupted`, its reason
+/// containing every string of `needles` and naming every page of `want`. Returns the reason.
 #[track_caller]
-fn expect_corrupted(env: &Env, needles: &[&str], pages: &[u64]) -> String {
-    match env.check() {
-        Err(Error::Corrupted { reason, .. }) => {
+fn expect_corrupted(env: &Env, want: &[(ProblemKind, Option<u64>)], needles: &[&str]) -> String {
+    let report = env.check().expect("check() runs on a damaged database");
+    assert!(!report.is_clean(), "check() found nothing: {report:?}");
+    for &(kind, page) in want {
+        assert!(
+            report.problems.iter().any(|p| p.kind == kind && (page.is_none() || p.page == page)),
+            "check() should report a {kind:?} problem at page {page:?}: {:#?}",
+            report.problems
+        );
+    }
+    let first = report.problems[0].page;
+    let pages: Vec<u64> = want.iter().filter_map(|w| w.1).collect();
+    match report.into_result() {
+        Err(Error::Corrupted { reason, page }) => {
+            assert_eq!(page, first, "into_result() carries the first problem's page");
             println!("check(): {reason}");
             for n in needles {
                 assert!(reason.contains(n), "check() reason should mention {n:?}:\n{reason}");
             }
-            for &pg in pages {
+            for &pg in &pages {
                 assert!(mentions_page(&reason, pg), "check() reason should name page {pg}:\n{reason}");
             }
             reason
         }
-        other => panic!("check() should fail with Corrupted mentioning {needles:?}, got {other:?}"),
+        other => panic!("into_result() should fail with Corrupted mentioning {needles:?}, got {other:?}"),
     }
 }
 
@@ -257,7 +271,7 @@ fn keys_out_of_order_in_a_leaf() {
     p[slot_at(3)..slot_at(3) + 2].copy_from_slice(&(b as u16).to_le_bytes());
     p[slot_at(4)..slot_at(4) + 2].copy_from_slice(&(a as u16).to_le_bytes());
     tx.commit().unwrap();
-    expect_corrupted(&db.env, &["out of order"], &[leaf]);
+    expect_corrupted(&db.env, &[(ProblemKind::TreeOrder, Some(leaf))], &["out of order"]);
     read_all(&db);
 }
 
@@ -278,7 +292,7 @@ fn bad_fence_between_parent_and_child() {
     let o = slot(p, 2) + 10;
     p[o..o + second.len()].copy_from_slice(&second);
     tx.commit().unwrap();
-    expect_corrupted(&db.env, &["fence"], &[child]);
+    expect_corrupted(&db.env, &[(ProblemKind::TreeOrder, Some(child))], &["fence"]);
     read_all(&db);
 }
 
@@ -293,7 +307,11 @@ fn page_referenced_twice() {
     let at = branch_child_at(p, 2);
     put_u64(p, at, shared);
     tx.commit().unwrap();
-    let reason = expect_corrupted(&db.env, &["twice"], &[shared]);
+    let reason = expect_corrupted(
+        &db.env,
+        &[(ProblemKind::Reachability, Some(shared)), (ProblemKind::Reachability, Some(lost))],
+        &["twice"],
+    );
     // The child no longer referenced is in use but unreachable.
     assert!(reason.contains("leaked") && mentions_page(&reason, lost), "{reason}");
     read_all(&db);
@@ -306,13 +324,13 @@ fn leaked_page() {
     let pg = tx.alloc_page(PageKind::Raw).unwrap();
     fill(&mut tx, pg, 0xabcd);
     tx.commit().unwrap();
-    let reason = expect_corrupted(&db.env, &["leaked"], &[pg]);
+    let reason = expect_corrupted(&db.env, &[(ProblemKind::Reachability, Some(pg))], &["leaked"]);
     assert_eq!(reason.lines().count(), 1, "only the leak is reported:\n{reason}");
     // Freeing it again makes the database sound.
     let mut tx = db.env.write().unwrap();
     tx.free_page(pg).unwrap();
     tx.commit().unwrap();
-    db.env.check().unwrap();
+    db.env.check().and_then(CheckReport::into_result).unwrap();
 }
 
 #[test]
@@ -323,7 +341,7 @@ fn free_map_bit_set_for_a_page_in_use() {
     let leaf = leaves(&tx, &d)[3];
     tx.free_page(leaf).unwrap();
     tx.commit().unwrap();
-    expect_corrupted(&db.env, &["marked free"], &[leaf]);
+    expect_corrupted(&db.env, &[(ProblemKind::Reachability, Some(leaf))], &["marked free"]);
     read_all(&db);
 }
 
@@ -335,7 +353,7 @@ fn free_map_bit_set_for_an_overflow_page() {
     let (_, _, first) = overflow_of(&tx, &d, b"big");
     tx.free_page(first).unwrap();
     tx.commit().unwrap();
-    expect_corrupted(&db.env, &["marked free"], &[first]);
+    expect_corrupted(&db.env, &[(ProblemKind::Reachability, Some(first))], &["marked free"]);
 }
 
 #[test]
@@ -346,7 +364,7 @@ fn wrong_entry_count_in_a_descriptor() {
     let p = tx.page_mut(leaf).unwrap();
     put_u64(p, at + 16, d.entries + 1);
     tx.commit().unwrap();
-    let reason = expect_corrupted(&db.env, &["tree t", "entries"], &[]);
+    let reason = expect_corrupted(&db.env, &[(ProblemKind::TreeOrder, None)], &["tree t", "entries"]);
     assert!(reason.contains(&(d.entries + 1).to_string()) && reason.contains(&d.entries.to_string()), "{reason}");
     // The engine's stats show the planted count; reads still work.
     assert_eq!(db.env.read().unwrap().tree_stats(&db.t).unwrap().entries, d.entries + 1);
@@ -361,7 +379,7 @@ fn wrong_page_count_in_a_descriptor() {
     let p = tx.page_mut(leaf).unwrap();
     put_u64(p, at + 40, d.leaf_pages + 2);
     tx.commit().unwrap();
-    expect_corrupted(&db.env, &["tree u", "pages"], &[]);
+    expect_corrupted(&db.env, &[(ProblemKind::TreeOrder, None)], &["tree u", "pages"]);
 }
 
 #[test]
@@ -376,7 +394,11 @@ fn branch_child_of_the_wrong_kind() {
     let at = branch_child_at(p, 1);
     put_u64(p, at, raw);
     tx.commit().unwrap();
-    let reason = expect_corrupted(&db.env, &["should be a Leaf"], &[raw]);
+    let reason = expect_corrupted(
+        &db.env,
+        &[(ProblemKind::TreeOrder, Some(raw)), (ProblemKind::Reachability, Some(lost))],
+        &["should be a Leaf"],
+    );
     assert!(reason.contains("leaked") && mentions_page(&reason, lost), "{reason}");
     let res = read_all(&db);
     assert!(res.iter().any(|r| matches!(r, Err(Error::Corrupted { .. }))), "reads through the bad child fail");
@@ -401,7 +423,7 @@ fn bad_checksum_in_the_data_file() {
     bytes[off] ^= 0x40;
     std::fs::write(&path, &bytes).unwrap();
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
-    expect_corrupted(&env, &["checksum"], &[leaf]);
+    expect_corrupted(&env, &[(ProblemKind::PageChecksum, Some(leaf))], &["checksum"]);
     // Reading the key in that leaf is an error, not a panic and not a wrong answer.
     let r = env.read().unwrap();
     let got = r.get(&t, &k);
@@ -414,7 +436,7 @@ fn bad_checksum_in_the_data_file() {
     // Still an error on a second look (the bad page is not cached as verified).
     assert!(matches!(env.read().unwrap().get(&t, &k), Err(Error::Corrupted { .. })));
     drop(r);
-    expect_corrupted(&env, &["checksum"], &[leaf]);
+    expect_corrupted(&env, &[(ProblemKind::PageChecksum, Some(leaf))], &["checksum"]);
 }
 
 /// (name, how to damage the first page of the chain (its bytes, total length, first page),
@@ -430,7 +452,7 @@ fn overflow_defect(name: &str, damage: impl FnOnce(&mut [u8], u64, u64), needles
     assert_eq!(u32_at(p, 40) as usize, PS - 48, "the first page is full");
     damage(p, len, first);
     tx.commit().unwrap();
-    let reason = expect_corrupted(&db.env, needles, &[]);
+    let reason = expect_corrupted(&db.env, &[(ProblemKind::Overflow, None)], needles);
     assert!(reason.contains("overflow"), "{reason}");
     // Reading the value is an error, in both kinds of transaction; other keys read fine.
     let got = db.env.read().unwrap().get(&db.t, b"big");
@@ -488,11 +510,71 @@ fn overflow_page_length_past_the_page() {
 fn sound_database_checks_clean() {
     let db = build("chk-sound");
     assert!(read_all(&db).iter().all(|r| r.is_ok()));
-    let report = db.env.check().unwrap();
+    let report = db.env.check().and_then(CheckReport::into_result).unwrap();
     assert!(report.reachable_pages > 0 && report.pages_checked >= report.reachable_pages, "{report:?}");
     let Db { dir, env, t, .. } = db;
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
-    env.check().unwrap();
+    env.check().and_then(CheckReport::into_result).unwrap();
     assert_eq!(env.read().unwrap().get(&t, b"big").unwrap().unwrap().as_ref(), big_value().as_slice());
+}
+
+/// A damaged database is `Ok(report)` with typed problems (kind, page, tree) that read as
+/// sentences; `into_result()` turns them into the old `Err(Corrupted)`.
+#[test]
+fn damaged_database_gives_typed_problems() {
+    let db = build("chk-typed");
+    let mut tx = db.env.write().unwrap();
+    let (_, _, d) = named(&tx, "t");
+    let leaf = leaves(&tx, &d)[1];
+    let p = tx.page_mut(leaf).unwrap();
+    let (a, b) = (slot(p, 3), slot(p, 4));
+    p[slot_at(3)..slot_at(3) + 2].copy_from_slice(&(b as u16).to_le_bytes());
+    p[slot_at(4)..slot_at(4) + 2].copy_from_slice(&(a as u16).to_le_bytes());
+    let leak = tx.alloc_page(PageKind::Raw).unwrap();
+    fill(&mut tx, leak, 0x5a5a);
+    tx.commit().unwrap();
+    let report = db.env.check().expect("check() runs");
+    assert!(!report.is_clean());
+    println!("{:#?}", report.problems);
+    let order = report
+        .problems
+        .iter()
+        .find(|p| p.kind == ProblemKind::TreeOrder)
+        .unwrap_or_else(|| panic!("a tree order problem: {:#?}", report.problems));
+    assert_eq!(order.page, Some(leaf));
+    assert_eq!(order.tree.as_deref(), Some("t"));
+    assert!(order.detail.contains("out of order"), "{order:?}");
+    let leaked = report
+        .problems
+        .iter()
+        .find(|p| p.kind == ProblemKind::Reachability)
+        .unwrap_or_else(|| panic!("a reachability problem: {:#?}", report.problems));
+    assert_eq!((leaked.page, leaked.tree.as_deref()), (Some(leak), None));
+    assert!(leaked.detail.contains("leaked"), "{leaked:?}");
+    assert_eq!(report.problems.len(), 2, "only the two planted defects: {:#?}", report.problems);
+    for p in &report.problems {
+        let m = p.to_string();
+        assert!(!m.contains("Some(") && !m.contains("None") && m.contains(&p.detail), "{m}");
+        assert!(m.contains(&format!("page {}", p.page.unwrap())), "{m}");
+    }
+    match report.clone().into_result() {
+        Err(Error::Corrupted { page, reason }) => {
+            assert_eq!(page, report.problems[0].page);
+            assert_eq!(reason.lines().count(), 2, "{reason}");
+        }
+        other => panic!("into_result(): {other:?}"),
+    }
+}
+
+/// `check()` (and `check_with`) of a closed environment cannot run: `Err(Closed)`.
+#[test]
+fn check_of_a_closed_env_is_closed() {
+    let db = build("chk-closed");
+    let other = db.env.clone();
+    db.env.close().unwrap();
+    let r = other.check();
+    assert!(matches!(r, Err(Error::Closed)), "check() after close: {r:?}");
+    let r = other.check_with(|_| Ok(Vec::new()));
+    assert!(matches!(r, Err(Error::Closed)), "check_with() after close: {r:?}");
 }

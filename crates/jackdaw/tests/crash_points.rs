@@ -98,7 +98,7 @@ fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
 
 fn check_with_what(env: &Env, m: &Model, what: &str) {
     let live: Vec<u64> = m.keys().copied().collect();
-    if let Err(e) = env.check_with(move |_| Ok(live)) {
+    if let Err(e) = env.check_with(move |_| Ok(live)).and_then(jackdaw::CheckReport::into_result) {
         panic!("{what}: check: {e}");
     }
 }

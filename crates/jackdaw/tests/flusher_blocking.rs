@@ -247,7 +247,8 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
 
     gs.gate.arm(Point::HeaderRead);
     let e = env.clone();
-    let checker = std::thread::spawn(move || e.check_with(move |_| Ok(vec![a])));
+    let checker =
+        std::thread::spawn(move || e.check_with(move |_| Ok(vec![a])).and_then(jackdaw::CheckReport::into_result));
     assert!(gs.gate.wait_blocked(DEADLINE), "check() never read the header");
     let e = env.clone();
     let flusher = std::thread::spawn(move || e.flush());

@@ -176,7 +176,7 @@ fn workload(
             k.lo = k.hi;
         }
         if i == 8 {
-            env.check().map_err(|e| ("check", e))?;
+            env.check().and_then(jackdaw::CheckReport::into_result).map_err(|e| ("check", e))?;
         }
     }
     env.close().map_err(|e| ("close", e))?;
@@ -321,7 +321,9 @@ fn run_case(w: Workload, seed: u64, base: &(MemStorage, Know, Model), plan: Plan
     let re = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<(u64, u128), String> {
         let env = Env::open(DIR, opts(Arc::new(mem.clone()))).map_err(|e| format!("reopen failed: {e}"))?;
         let (t, got) = read_db(&env).map_err(|e| format!("reading after reopen: {e}"))?;
-        env.check().map_err(|e| format!("check() after reopen at {t}: {e}"))?;
+        env.check()
+            .and_then(jackdaw::CheckReport::into_result)
+            .map_err(|e| format!("check() after reopen at {t}: {e}"))?;
         // Reopened, the environment takes writes again.
         let mut tx = env.write().map_err(|e| format!("write() after reopen: {e}"))?;
         let tr = match tx.open_tree("after") {

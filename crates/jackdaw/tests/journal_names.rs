@@ -69,14 +69,14 @@ fn a_stray_journal_file_does_not_move_the_generation() {
         assert!(journal_names(&dir).contains(&format!("{stray}.ignored")), "{:?}", journal_names(&dir));
         // Enough commits to rotate through several 256 KiB journal files.
         put_keys(&env, 10, 400);
-        env.check().unwrap();
+        env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         // A crash image of the live directory: every acknowledged Sync commit must be in it.
         let image = tmpdir("stray-gen-image");
         support::copy_dir(&dir, &image);
         drop(env);
         let env = Env::open(&*image, test_opts()).unwrap();
         assert_eq!(count_keys(&env), 400, "{stray}: every Sync commit survives the crash");
-        env.check().unwrap();
+        env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         drop(env);
     }
 }
@@ -98,7 +98,7 @@ fn non_canonical_names_stay_ignored_and_untouched() {
     let env = Env::open(&*dir, test_opts()).unwrap();
     assert_eq!(env.stats().stray_journal_files, 0);
     put_keys(&env, 5, 50);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     drop(env);
     for name in odd {
         assert_eq!(std::fs::read(dir.join("journal").join(name)).unwrap(), b"keep me", "{name}");
@@ -134,7 +134,7 @@ fn a_journal_file_of_another_database_is_set_aside() {
     drop(env);
     let env = Env::open(&*image, test_opts()).unwrap();
     assert_eq!(count_keys(&env), 300);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// `check()` compares the journal directory with the header and the writer: a `.jnl` file whose
@@ -144,10 +144,19 @@ fn check_reports_a_journal_file_ahead_of_the_writer() {
     let dir = tmpdir("stray-check");
     let env = Env::open(&*dir, test_opts()).unwrap();
     put_keys(&env, 0, 20);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     std::fs::write(dir.join("journal").join("9999999999999999.jnl"), b"").unwrap();
-    let e = env.check().unwrap_err().to_string();
+    let report = env.check().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.kind == jackdaw::ProblemKind::Journal && p.detail.contains("9999999999999999")),
+        "{:#?}",
+        report.problems
+    );
+    let e = report.into_result().unwrap_err().to_string();
     assert!(e.contains("9999999999999999"), "{e}");
     std::fs::remove_file(dir.join("journal").join("9999999999999999.jnl")).unwrap();
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }

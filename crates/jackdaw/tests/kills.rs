@@ -144,7 +144,7 @@ fn kills_child() {
         .and_then(|t| t.get(b"n".as_slice()))
         .map(|v| u64::from_le_bytes(v[..8].try_into().unwrap()))
         .unwrap_or(0);
-    match env.check() {
+    match env.check().and_then(jackdaw::CheckReport::into_result) {
         Ok(_) => {}
         Err(e) => say(format!("CHECKERR {}", e.to_string().replace('\n', " | "))),
     }
@@ -378,7 +378,7 @@ fn sigkill_loop() {
         .map(|v| u64::from_le_bytes(v[..8].try_into().unwrap()))
         .unwrap_or(0);
     p.recovered(n, &format!("{:032x}", digest(&m)), "final recovery");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     let s = env.stats();
     drop(env);
     if n > pw {

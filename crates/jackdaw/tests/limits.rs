@@ -72,7 +72,7 @@ fn every_documented_limit_holds_at_its_exact_edge() {
             r => panic!("page size {ps}: {r:?}"),
         }
         tx.commit().unwrap();
-        env.check().unwrap();
+        env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         let r = env.read().unwrap();
         assert_eq!(r.get(&plain, vec![1u8; key]).unwrap().unwrap().as_ref(), b"v");
         assert_eq!(r.multi_count(&multi, b"k").unwrap(), 2);

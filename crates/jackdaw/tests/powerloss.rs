@@ -89,7 +89,9 @@ fn recover(img: &Image, cfg: Cfg) -> Result<(u64, u128), String> {
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let env = Env::open(DIR, opts(Arc::new(img.mem()), cfg)).map_err(|e| format!("open failed: {e}"))?;
         let (t, m) = read_db(&env).map_err(|e| format!("reading the recovered state failed: {e}"))?;
-        env.check().map_err(|e| format!("check() after recovering txid {t}: {e}"))?;
+        env.check()
+            .and_then(jackdaw::CheckReport::into_result)
+            .map_err(|e| format!("check() after recovering txid {t}: {e}"))?;
         Ok((t, digest(&m)))
     }));
     match r {

@@ -175,14 +175,14 @@ fn one_schedule(plan: &Arc<Plan>) {
                 thread::yield_now();
             }
             if reader == 0 {
-                env.check().unwrap();
+                env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
             }
         }));
     }
     for t in threads {
         t.join().unwrap();
     }
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     assert!(env.stats().flushes >= 1, "the writer's flush() returned but no flush ran");
     env.close().unwrap();
     drop(env);
@@ -192,7 +192,7 @@ fn one_schedule(plan: &Arc<Plan>) {
     assert_eq!((st, su), (plan.commits.len(), plan.batches.len()), "recovered state is not the last commit");
     assert_eq!(mt, plan.t_states[st]);
     assert_eq!(mu, plan.u_states[su]);
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     env.close().unwrap();
 }
 

@@ -11,7 +11,7 @@
 //! Tree handles are kept per tree identity: a handle must keep working after a rename, fail with
 //! `NoSuchTree` once its tree is deleted (in the transaction and in later snapshots), and keep
 //! reading the tree in snapshots taken before the delete; a tree re-created under the same name is
-//! a new, empty tree. `env.check()` runs after every commit, abort and reopen.
+//! a new, empty tree. `env.check().and_then(jackdaw::CheckReport::into_result)` runs after every commit, abort and reopen.
 //!
 //! Key sizes: empty, 1-3 bytes (including 0x00 and 0xff, for prefix edges), 15-17 bytes, 100-500
 //! bytes, and 1999-2001 (`max_key_size(4096)`). Value sizes: empty, 1-8 bytes, up to 600 bytes,
@@ -668,8 +668,11 @@ impl Harness {
 
     fn check(&self, after: &str) {
         Cov::add(&self.cov.checks, 1);
-        if let Err(e) = self.env().check() {
-            panic!("env.check() failed after {after} (step {}): {e}", self.step);
+        if let Err(e) = self.env().check().and_then(jackdaw::CheckReport::into_result) {
+            panic!(
+                "env.check().and_then(jackdaw::CheckReport::into_result) failed after {after} (step {}): {e}",
+                self.step
+            );
         }
     }
 
@@ -1688,7 +1691,7 @@ fn regression_put_reader_value_is_readable_in_its_own_transaction() {
     tx.put(&t, b"k", b"small").unwrap();
     tx.commit().unwrap();
     assert_eq!(env.read().unwrap().get(&t, b"k").unwrap().unwrap().as_ref(), b"small");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// Regression (fixed engine bug): with keys of 2,001 bytes a branch holds 3 children; when a delete empties a leaf
@@ -1727,7 +1730,7 @@ fn regression_branch_left_with_one_child_keeps_no_empty_leaf() {
     let r = env.read().unwrap();
     assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 6, "range(..) after commit");
     drop(r);
-    if let Err(e) = env.check() {
+    if let Err(e) = env.check().and_then(jackdaw::CheckReport::into_result) {
         panic!("check() of a database built through the API: {e}");
     }
 }

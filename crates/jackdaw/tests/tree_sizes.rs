@@ -41,7 +41,7 @@ fn sequential_inserts_fill_leaves_and_random_ones_half() {
     println!("leaf fill factor: sequential {:.1}%, random {:.1}%", fs * 100.0, fr * 100.0);
     assert!(fs > 0.90, "sequential fill {fs}");
     assert!(fr > 0.50, "random fill {fr}");
-    env.check().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 #[test]

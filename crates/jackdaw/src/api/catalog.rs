@@ -89,12 +89,19 @@ pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {
 
 /// Walk the root tree and every named tree: the pages they reach (meta page excluded), with every
 /// structural problem pushed to `problems`.
-pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>) -> Vec<u64> {
+pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::stats::Problem>) -> Vec<u64> {
+    use crate::stats::{Problem, ProblemKind as K};
     let mut pages = Vec::new();
     let meta = match p.page(crate::data::file::META_PAGE).and_then(|m| crate::tree::Meta::decode(&m)) {
         Ok(m) => m,
         Err(e) => {
-            problems.push(format!("meta page: {e}"));
+            problems.push(Problem::from_error(
+                K::PageChecksum,
+                Some(crate::data::file::META_PAGE),
+                None,
+                "meta page: ",
+                &e,
+            ));
             return pages;
         }
     };
@@ -107,11 +114,18 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<String>)
         match d {
             Ok(d) => {
                 if d.id == 0 || d.id >= meta.next_tree_id || !ids.insert(d.id) {
-                    problems.push(format!("tree {name}: bad or duplicate id {}", d.id));
+                    problems.push(Problem::new(
+                        K::TreeOrder,
+                        None,
+                        Some(&name),
+                        format!("tree {name}: bad or duplicate id {}", d.id),
+                    ));
                 }
                 crate::tree::check::walk(p, &name, &d, &mut pages, problems, &mut |_, _, _| {});
             }
-            Err(e) => problems.push(format!("tree {name}: {e}")),
+            Err(e) => {
+                problems.push(Problem::from_error(K::TreeOrder, None, Some(&name), &format!("tree {name}: "), &e))
+            }
         }
     }
     pages

@@ -38,6 +38,11 @@ impl ReadTxn {
         ReadTxn::from_snapshot(Snapshot::begin(core))
     }
 
+    /// `begin`, or `Closed` once the environment is closed.
+    pub(crate) fn try_begin(core: &Arc<Core>) -> crate::Result<ReadTxn> {
+        Ok(ReadTxn::from_snapshot(Snapshot::try_begin(core)?))
+    }
+
     pub(crate) fn from_snapshot(snap: Arc<Snapshot>) -> ReadTxn {
         ReadTxn {
             snap,

@@ -5,6 +5,7 @@
 use super::node::{Node, FLAG_OVERFLOW};
 use super::{overflow, PageRead, TreeDesc};
 use crate::data::page::{self, PageKind};
+use crate::stats::{Problem, ProblemKind as K};
 use std::collections::HashSet;
 
 /// Walk `desc`'s tree (and, in a multi-value tree, its nested lists and trees); push reached
@@ -16,12 +17,17 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     name: &str,
     desc: &TreeDesc,
     pages: &mut Vec<u64>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
     on_entry: &mut dyn FnMut(&[u8], u8, &[u8]),
 ) -> (u64, u64, u64, u64) {
     if desc.root == 0 {
         if desc.entries != 0 || desc.branch_pages + desc.leaf_pages + desc.overflow_pages != 0 {
-            problems.push(format!("tree {name}: empty but its descriptor counts {desc:?}"));
+            problems.push(Problem::new(
+                K::TreeOrder,
+                None,
+                Some(name),
+                format!("tree {name}: empty but its descriptor counts {desc:?}"),
+            ));
         }
         return (0, 0, 0, 0);
     }
@@ -33,25 +39,46 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     let mut stack: Vec<Visit> = vec![(desc.root, desc.depth - 1, None, None)];
     while let Some((pg, level, low, high)) = stack.pop() {
         if !seen.insert(pg) {
-            problems.push(format!("tree {name}: page {pg} is reached twice"));
+            problems.push(Problem::new(
+                K::Reachability,
+                Some(pg),
+                Some(name),
+                format!("tree {name}: page {pg} is reached twice"),
+            ));
             continue;
         }
         pages.push(pg);
         let page = match p.page(pg) {
             Ok(pg) => pg,
             Err(e) => {
-                problems.push(format!("tree {name}: {e}"));
+                problems.push(Problem::from_error(
+                    K::PageChecksum,
+                    Some(pg),
+                    Some(name),
+                    &format!("tree {name}: "),
+                    &e,
+                ));
                 continue;
             }
         };
         let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
         let n = Node::new(&page);
         if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
-            problems.push(format!("tree {name}: page {pg} should be a {want:?} at level {level}"));
+            problems.push(Problem::new(
+                K::TreeOrder,
+                Some(pg),
+                Some(name),
+                format!("tree {name}: page {pg} should be a {want:?} at level {level}"),
+            ));
             continue;
         }
         if n.upper() > page.len() || n.upper() < super::node::SLOTS + 2 * n.count() {
-            problems.push(format!("tree {name}: page {pg} has a bad entry area"));
+            problems.push(Problem::new(
+                K::TreeOrder,
+                Some(pg),
+                Some(name),
+                format!("tree {name}: page {pg} has a bad entry area"),
+            ));
             continue;
         }
         if level == 0 {
@@ -61,14 +88,20 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         }
         let count = n.count();
         if count == 0 && !(level == 0 && pg == desc.root) {
-            problems.push(format!("tree {name}: page {pg} is empty"));
+            problems.push(Problem::new(K::TreeOrder, Some(pg), Some(name), format!("tree {name}: page {pg} is empty")));
         }
         let mut prev: Option<&[u8]> = None;
         for i in 0..count {
             let key = match n.key(i) {
                 Ok(k) => k,
                 Err(e) => {
-                    problems.push(format!("tree {name}: page {pg} entry {i}: {e}"));
+                    problems.push(Problem::from_error(
+                        K::TreeOrder,
+                        Some(pg),
+                        Some(name),
+                        &format!("tree {name}: page {pg} entry {i}: "),
+                        &e,
+                    ));
                     break;
                 }
             };
@@ -76,11 +109,21 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
             if !implicit {
                 if let Some(pk) = prev {
                     if pk >= key {
-                        problems.push(format!("tree {name}: page {pg}: keys out of order at entry {i}"));
+                        problems.push(Problem::new(
+                            K::TreeOrder,
+                            Some(pg),
+                            Some(name),
+                            format!("tree {name}: page {pg}: keys out of order at entry {i}"),
+                        ));
                     }
                 }
                 if low.as_deref().is_some_and(|l| key < l) || high.as_deref().is_some_and(|h| key >= h) {
-                    problems.push(format!("tree {name}: page {pg} entry {i}: key outside the fences of its parent"));
+                    problems.push(Problem::new(
+                        K::TreeOrder,
+                        Some(pg),
+                        Some(name),
+                        format!("tree {name}: page {pg} entry {i}: key outside the fences of its parent"),
+                    ));
                 }
                 prev = Some(key);
             }
@@ -88,7 +131,13 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                 let child = match n.child(i) {
                     Ok(c) => c,
                     Err(e) => {
-                        problems.push(format!("tree {name}: page {pg}: {e}"));
+                        problems.push(Problem::from_error(
+                            K::TreeOrder,
+                            Some(pg),
+                            Some(name),
+                            &format!("tree {name}: page {pg}: "),
+                            &e,
+                        ));
                         continue;
                     }
                 };
@@ -101,8 +150,11 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                     Ok((flags, v, _)) => {
                         on_entry(key, flags, v);
                         if multi && flags == FLAG_OVERFLOW {
-                            problems.push(format!(
-                                "tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"
+                            problems.push(Problem::new(
+                                K::TreeOrder,
+                                Some(pg),
+                                Some(name),
+                                format!("tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"),
                             ));
                         } else if flags == FLAG_OVERFLOW {
                             match overflow::decode_ref(v) {
@@ -119,17 +171,39 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                         Ok(())
                                     });
                                     if let Err(e) = r {
-                                        problems
-                                            .push(format!("tree {name}: overflow chain of a key in page {pg}: {e}"));
+                                        problems.push(Problem::from_error(
+                                            K::Overflow,
+                                            Some(pg),
+                                            Some(name),
+                                            &format!("tree {name}: overflow chain of a key in page {pg}: "),
+                                            &e,
+                                        ));
                                     }
                                 }
-                                Err(e) => problems.push(format!("tree {name}: page {pg}: {e}")),
+                                Err(e) => problems.push(Problem::from_error(
+                                    K::TreeOrder,
+                                    Some(pg),
+                                    Some(name),
+                                    &format!("tree {name}: page {pg}: "),
+                                    &e,
+                                )),
                             }
                         } else if multi && flags == super::multi::FLAG_NESTED {
                             match super::multi::decode_list(v) {
                                 Ok(vals) if !vals.is_empty() => entries += vals.len() as u64 - 1,
-                                Ok(_) => problems.push(format!("tree {name}: page {pg} entry {i}: empty nested list")),
-                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                                Ok(_) => problems.push(Problem::new(
+                                    K::TreeOrder,
+                                    Some(pg),
+                                    Some(name),
+                                    format!("tree {name}: page {pg} entry {i}: empty nested list"),
+                                )),
+                                Err(e) => problems.push(Problem::from_error(
+                                    K::TreeOrder,
+                                    Some(pg),
+                                    Some(name),
+                                    &format!("tree {name}: page {pg} entry {i}: "),
+                                    &e,
+                                )),
                             }
                         } else if multi && flags == super::multi::FLAG_SUBTREE {
                             match TreeDesc::decode(v) {
@@ -142,8 +216,11 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                         }
                                     });
                                     if odd > 0 {
-                                        problems.push(format!(
-                                            "tree {sub}: {odd} entries carry data (values must be keys)"
+                                        problems.push(Problem::new(
+                                            K::TreeOrder,
+                                            None,
+                                            Some(&sub),
+                                            format!("tree {sub}: {odd} entries carry data (values must be keys)"),
                                         ));
                                     }
                                     branches += b;
@@ -151,27 +228,57 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                     overflows += o;
                                     entries += e - 1;
                                 }
-                                Ok(d) => {
-                                    problems.push(format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}"))
-                                }
-                                Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                                Ok(d) => problems.push(Problem::new(
+                                    K::TreeOrder,
+                                    Some(pg),
+                                    Some(name),
+                                    format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}"),
+                                )),
+                                Err(e) => problems.push(Problem::from_error(
+                                    K::TreeOrder,
+                                    Some(pg),
+                                    Some(name),
+                                    &format!("tree {name}: page {pg} entry {i}: "),
+                                    &e,
+                                )),
                             }
                         } else if flags != super::node::FLAG_INLINE || multi {
-                            problems.push(format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"));
+                            problems.push(Problem::new(
+                                K::TreeOrder,
+                                Some(pg),
+                                Some(name),
+                                format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"),
+                            ));
                         }
                     }
-                    Err(e) => problems.push(format!("tree {name}: page {pg} entry {i}: {e}")),
+                    Err(e) => problems.push(Problem::from_error(
+                        K::TreeOrder,
+                        Some(pg),
+                        Some(name),
+                        &format!("tree {name}: page {pg} entry {i}: "),
+                        &e,
+                    )),
                 }
             }
         }
     }
     if entries != desc.entries {
-        problems.push(format!("tree {name}: {entries} entries, its descriptor counts {}", desc.entries));
+        problems.push(Problem::new(
+            K::TreeOrder,
+            None,
+            Some(name),
+            format!("tree {name}: {entries} entries, its descriptor counts {}", desc.entries),
+        ));
     }
     if (branches, leaves, overflows) != (desc.branch_pages, desc.leaf_pages, desc.overflow_pages) {
-        problems.push(format!(
+        problems.push(Problem::new(
+            K::TreeOrder,
+            None,
+            Some(name),
+            format!(
             "tree {name}: pages branch/leaf/overflow {branches}/{leaves}/{overflows}, its descriptor counts {}/{}/{}",
             desc.branch_pages, desc.leaf_pages, desc.overflow_pages
+        ),
         ));
     }
     (branches, leaves, overflows, entries)

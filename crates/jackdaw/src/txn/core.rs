@@ -38,6 +38,8 @@ pub(crate) struct Committed {
 pub(crate) struct Readers {
     pub slots: Vec<Option<(u64, Duration)>>,
     free: Vec<usize>,
+    /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
+    pub write_txns: usize,
 }
 
 impl Readers {
@@ -53,6 +55,10 @@ impl Readers {
     pub(crate) fn remove(&mut self, i: usize) {
         self.slots[i] = None;
         self.free.push(i);
+    }
+    /// Live read transactions.
+    pub(crate) fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
     }
     pub(crate) fn oldest(&self) -> Option<u64> {
         self.slots.iter().flatten().map(|(t, _)| *t).min()
@@ -106,10 +112,26 @@ pub(crate) struct Core {
     pub grow_nudged_at: crate::sync::AtomicU64,
     pub poisoned: Mutex<Option<String>>,
     pub closed: AtomicBool,
-    pub _lock: Box<dyn LockGuard>,
+    /// Set under `readers` when `close` has finished its last write: from then on the locks go
+    /// as soon as no transaction is alive.
+    pub close_done: AtomicBool,
+    /// The `lock` file's and the data file's locks; `None` once released after `close`.
+    pub lock: Mutex<Option<Box<dyn LockGuard>>>,
 }
 
 impl Core {
+    /// With `readers` held (so no transaction can begin or end meanwhile): release the locks if
+    /// `close` has finished and no read or write transaction is alive (a new `Env` may then open
+    /// the database and overwrite pages; nothing of this one reads them any more). Returns whether
+    /// the locks are released.
+    pub(crate) fn release_lock_if_idle(&self, readers: &Readers) -> bool {
+        let mut lock = self.lock.lock();
+        if lock.is_some() && self.close_done.load(Ordering::Acquire) && readers.live() == 0 && readers.write_txns == 0 {
+            *lock = None;
+        }
+        lock.is_none()
+    }
+
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

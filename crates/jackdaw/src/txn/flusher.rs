@@ -45,6 +45,10 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     // writes are not dropped by commits meanwhile (page_table invariant 4).
     let (target, slot) = {
         let mut r = core.readers.lock();
+        // After `close` has finished (its own final flush runs before), the locks may be gone.
+        if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let last = core.committed().txid;
         let t = r.oldest().map_or(last, |o| o.min(last));
         (t, r.add(t, core.opts.clock.now()))
@@ -52,7 +56,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     struct Unregister<'a>(&'a Core, usize);
     impl Drop for Unregister<'_> {
         fn drop(&mut self) {
-            self.0.readers.lock().remove(self.1);
+            let mut r = self.0.readers.lock();
+            r.remove(self.1);
+            self.0.release_lock_if_idle(&r);
         }
     }
     let _pin = Unregister(core, slot);

@@ -109,6 +109,7 @@ impl PageTxn {
             core.writer.try_lock().ok_or(Error::Busy("another write transaction is active"))?
         };
         core.check_writable()?;
+        core.readers.lock().write_txns += 1;
         let c = *core.prepared.lock();
         let free = core.alloc.lock().free.clone();
         HELD.with(|h| h.borrow_mut().push(Arc::as_ptr(core) as usize));
@@ -575,6 +576,10 @@ fn ensure_pages(core: &Core, pages: u64) -> Result<()> {
 impl Drop for PageTxn {
     fn drop(&mut self) {
         HELD.with(|h| unmark(&mut h.borrow_mut(), Arc::as_ptr(&self.core) as usize));
+        let mut r = self.core.readers.lock();
+        r.write_txns -= 1;
+        // The last transaction of a closed environment releases its locks.
+        self.core.release_lock_if_idle(&r);
     }
 }
 

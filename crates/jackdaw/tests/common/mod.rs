@@ -85,7 +85,7 @@ pub fn read_value(r: &ReadTxn, pgno: u64) -> u64 {
 /// Check with the given set of live pages as the reachable set.
 pub fn check_pages(env: &Env, live: impl IntoIterator<Item = u64>) {
     let live: Vec<u64> = live.into_iter().collect();
-    env.check_with(move |_| Ok(live)).unwrap();
+    env.check_with(move |_| Ok(live)).and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
 /// A small xorshift generator for seeded tests.
