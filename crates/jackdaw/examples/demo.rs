@@ -149,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = Env::open(&dir, Options::default().flusher(FlusherMode::Manual))?;
     let r = env.read()?;
     assert_eq!(&r.page(bulk[777])?[PAGE_HEADER..PAGE_HEADER + 8], &777u64.to_le_bytes());
-    println!("reopened in {} at transaction {}", us(s.elapsed()), r.txid());
+    println!("reopened in {} at transaction {}", us(s.elapsed()), r.txid().get());
     drop(r);
     env.check_with(move |_| Ok(live)).and_then(jackdaw::CheckReport::into_result)?;
     println!("check: ok");

@@ -54,7 +54,9 @@ fn main() {
     let st = env.stats();
     println!(
         "page table: {} bytes; flushed txid {} of {}",
-        st.scratch_bytes, st.last_flushed_txid, st.last_committed_txid
+        st.scratch_bytes,
+        st.last_flushed_txid.get(),
+        st.last_committed_txid.get()
     );
     let mut buf = Vec::with_capacity(256);
     println!("{} minor faults before reading", minflt());

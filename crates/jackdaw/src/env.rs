@@ -181,7 +181,7 @@ impl Env {
     ///     last = Some(tx.commit()?.txid);
     /// }
     /// let durable = env.sync()?; // one device sync for the ten commits
-    /// assert!(durable.get() >= last.unwrap());
+    /// assert!(durable >= last.unwrap());
     /// # Ok::<(), jackdaw::Error>(())
     /// ```
     pub fn sync(&self) -> Result<TxId> {
@@ -499,7 +499,7 @@ fn stats(core: &Arc<Core>) -> Stats {
     let readers = readers
         .into_iter()
         .map(|(txid, start)| ReaderInfo {
-            txid,
+            txid: TxId::new(txid),
             age: now.saturating_sub(start),
             pinned_bytes: log.iter().filter(|(t, _)| *t > txid).map(|(_, b)| b).sum(),
         })
@@ -522,8 +522,8 @@ fn stats(core: &Arc<Core>) -> Stats {
         journal_files_prepared: Counters::get(&c.journal_files_prepared),
         stray_journal_files: Counters::get(&c.stray_journal_files),
         journal_io: io.map_or("no journal file opened yet", JournalIo::name),
-        last_committed_txid: committed.txid,
-        last_flushed_txid: core.flushed_txid.load(Ordering::Relaxed),
+        last_committed_txid: TxId::new(committed.txid),
+        last_flushed_txid: TxId::new(core.flushed_txid.load(Ordering::Relaxed)),
         oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
         readers,
         scratch_bytes: core.table.bytes(),

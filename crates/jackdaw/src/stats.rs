@@ -1,5 +1,6 @@
 //! Counters shared by every layer, and the public stats types.
 
+use crate::ids::TxId;
 use crate::storage::SyncSite;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -78,7 +79,7 @@ impl std::fmt::Display for PagesByKind {
 #[derive(Debug, Clone, Default)]
 pub struct CommitStats {
     /// The transaction's id (0 for an empty transaction, which writes nothing).
-    pub txid: u64,
+    pub txid: TxId,
     /// Pages the transaction wrote (journaled or written once).
     pub pages: usize,
     /// Pages written straight to the data file ("written once").
@@ -102,7 +103,7 @@ pub struct CommitStats {
 #[derive(Debug, Clone)]
 pub struct ReaderInfo {
     /// The snapshot's transaction id.
-    pub txid: u64,
+    pub txid: TxId,
     /// How long ago it began.
     pub age: Duration,
     /// Bytes of page versions committed after it that the flusher cannot retire while it lives.
@@ -130,9 +131,9 @@ pub struct Stats {
     /// renamed to `<name>.ignored` and never read (a copy, a restore tool or a user left them).
     pub stray_journal_files: u64,
     pub journal_io: &'static str,
-    pub last_committed_txid: u64,
-    pub last_flushed_txid: u64,
-    pub oldest_reader_txid: Option<u64>,
+    pub last_committed_txid: TxId,
+    pub last_flushed_txid: TxId,
+    pub oldest_reader_txid: Option<TxId>,
     pub readers: Vec<ReaderInfo>,
     /// Bytes of committed page versions held in memory, not yet in the data file.
     pub scratch_bytes: u64,

@@ -24,7 +24,7 @@ fn commit_read_reopen() {
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
     let r = env.read().unwrap();
-    assert_eq!(r.txid(), 1);
+    assert_eq!(r.txid().get(), 1);
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(read_value(&r, *p), i as u64);
     }
@@ -115,7 +115,7 @@ fn snapshot_sees_its_version_across_commits_and_flushes() {
         assert_eq!(read_value(&old, a), 0);
     }
     let s = env.stats();
-    assert_eq!(s.oldest_reader_txid, Some(1));
+    assert_eq!(s.oldest_reader_txid.map(|t| t.get()), Some(1));
     assert!(s.readers[0].pinned_bytes > 0);
     // Readers from another thread.
     let t = std::thread::spawn(move || read_value(&old, a));
@@ -162,7 +162,7 @@ fn durability_modes_and_overrides() {
         tx.commit().unwrap();
     }
     let s = env.stats();
-    assert_eq!(s.last_committed_txid, 4);
+    assert_eq!(s.last_committed_txid.get(), 4);
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
     let r = env.read().unwrap();
@@ -245,7 +245,7 @@ fn big_sync_commit_writes_pages_once_and_recovers() {
     drop(env);
     let env = Env::open(&dir, test_opts().storage(Arc::new(image))).unwrap();
     let r = env.read().unwrap();
-    assert_eq!(r.txid(), 2);
+    assert_eq!(r.txid().get(), 2);
     assert_eq!(read_value(&r, pages[5]), 500);
     for (i, p) in pages.iter().enumerate().filter(|(i, _)| *i != 5) {
         assert_eq!(read_value(&r, *p), i as u64);
@@ -288,9 +288,9 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
                     let p = r.page(a).unwrap();
                     assert_eq!(
                         jackdaw::internals::page_txid(&p),
-                        r.txid(),
+                        r.txid().get(),
                         "snapshot {} read another version",
-                        r.txid()
+                        r.txid().get()
                     );
                     n += 1;
                 }

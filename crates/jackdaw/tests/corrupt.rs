@@ -478,7 +478,7 @@ fn journal_states(db: &Db) -> (Env, Vec<BTreeMap<u64, u64>>) {
         states.push(live.clone());
     }
     // Manual flusher, Sync commits: the records are durable and only in the journal.
-    assert_eq!(env.stats().last_flushed_txid, 0);
+    assert_eq!(env.stats().last_flushed_txid.get(), 0);
     (env, states)
 }
 
@@ -507,7 +507,7 @@ fn damaged_journal_records() {
         let ok = |name: &str, damage: &dyn Fn(&Db), expect: u64| {
             let (img, r) = case(name, damage);
             let env = r.unwrap_or_else(|e| panic!("{kind:?} {name}: {e}"));
-            assert_eq!(env.read().unwrap().txid(), expect, "{kind:?} {name}");
+            assert_eq!(env.read().unwrap().txid().get(), expect, "{kind:?} {name}");
             verify(&env, &states[expect as usize]);
             (img, env)
         };

@@ -141,7 +141,7 @@ fn build_base(seed: u64) -> Base {
         let mut tx = env.write().unwrap();
         f(&mut tx, m);
         let st = tx.commit().unwrap();
-        assert_eq!(st.txid as usize, models.len());
+        assert_eq!(st.txid.get() as usize, models.len());
         models.push(m.clone());
     };
     let put = |tx: &mut jackdaw::WriteTxn, m: &mut Model, tree: &str, k: String, len: usize, r: &mut Rng| {
@@ -707,7 +707,7 @@ fn run_case(b: &Base, files: &Files) -> Outcome {
             return o;
         }
     };
-    let t = r.txid() as usize;
+    let t = r.txid().get() as usize;
     let last = b.models.len() - 1;
     if t > last {
         o.violations.push(format!("recovered transaction {t}, but only {last} were committed"));
@@ -1282,8 +1282,12 @@ fn recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction() {
     }
     tx.commit().unwrap();
     let before = env.stats();
-    assert_eq!(before.last_flushed_txid, flushed.last_committed_txid, "nothing flushed after the first transaction");
-    assert_eq!(before.last_committed_txid, flushed.last_committed_txid + 1);
+    assert_eq!(
+        before.last_flushed_txid.get(),
+        flushed.last_committed_txid.get(),
+        "nothing flushed after the first transaction"
+    );
+    assert_eq!(before.last_committed_txid.get(), flushed.last_committed_txid.get() + 1);
     let img = mem.deep_clone(); // the process crashes here: the flusher never ran
     drop(env);
 
@@ -1295,7 +1299,7 @@ fn recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction() {
         let le32 = |o: usize| u32::from_le_bytes(j[o..o + 4].try_into().unwrap()) as usize;
         let le64 = |o: usize| u64::from_le_bytes(j[o..o + 8].try_into().unwrap());
         for off in (0..j.len().saturating_sub(79)).step_by(4096) {
-            if &j[off..off + 8] != b"JKDWJRNL" || le64(off + 8) <= flushed.last_committed_txid {
+            if &j[off..off + 8] != b"JKDWJRNL" || le64(off + 8) <= flushed.last_committed_txid.get() {
                 continue;
             }
             records += 1;
@@ -1329,7 +1333,7 @@ fn recovery_accepts_next_page_raised_by_pages_freed_in_the_same_transaction() {
     for (what, image) in [("crash image", img), ("data file cut to the header's next_page", cut)] {
         let env = Env::open(DIR, o(Arc::new(image))).unwrap_or_else(|e| panic!("{what}: open: {e}"));
         let st = env.stats();
-        assert_eq!(st.last_committed_txid, before.last_committed_txid, "{what}");
+        assert_eq!(st.last_committed_txid.get(), before.last_committed_txid.get(), "{what}");
         assert_eq!(st.next_page, before.next_page, "{what}");
         assert_eq!(st.free_pages, before.free_pages, "{what}");
         assert!(st.data_file_bytes >= st.next_page * PS as u64, "{what}");

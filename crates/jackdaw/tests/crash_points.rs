@@ -81,7 +81,7 @@ struct Knowledge {
 fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
     let env = Env::open(dir, opts()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let r = env.read().unwrap();
-    let t = r.txid();
+    let t = r.txid().get();
     let started = *k.states.keys().next_back().unwrap();
     assert!(
         t >= k.durable && t <= started,
@@ -114,7 +114,7 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
     let d2 = done.clone();
     let h = std::thread::spawn(move || {
         let r = Env::open(&b, opts().storage(Arc::new(g))).map(|env| {
-            let t = env.read().unwrap().txid();
+            let t = env.read().unwrap().txid().get();
             drop(env);
             t
         });
@@ -312,7 +312,7 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         let env = Env::open(&img, opts())
             .unwrap_or_else(|e| panic!("crash image taken in the flush's {site:?} sync does not open: {e}"));
         let r = env.read().unwrap();
-        assert_eq!(r.txid(), 4);
+        assert_eq!(r.txid().get(), 4);
         let p = r.page(a).unwrap();
         assert_eq!((p[200], p[300], p[400]), (2, 3, 4));
         drop(r);

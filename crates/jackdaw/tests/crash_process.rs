@@ -84,7 +84,7 @@ fn child_opts(flusher: &str) -> Options {
 fn verify_db(dir: &Path) -> (u64, u64) {
     let env = Env::open(dir, test_opts()).unwrap_or_else(|e| panic!("recovery of {} failed: {e}", dir.display()));
     let r = env.read().unwrap();
-    let txid = r.txid();
+    let txid = r.txid().get();
     let (counter, pages) = read_meta(&r);
     for &p in &pages {
         assert_eq!(read_value(&r, p), counter, "page {p} of the state with counter {counter} (txid {txid})");
@@ -127,7 +127,7 @@ fn child_writer() {
     let env = Env::open(&dir, child_opts(&flusher)).unwrap();
     let r = env.read().unwrap();
     let (mut counter, mut pages) = read_meta(&r);
-    say(format!("OPENED {} {counter}", r.txid()));
+    say(format!("OPENED {} {counter}", r.txid().get()));
     drop(r);
     for _ in 0..20_000 {
         counter += 1;

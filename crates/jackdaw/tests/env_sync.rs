@@ -19,7 +19,7 @@ fn put(env: &Env, i: u32) -> u64 {
         None => tx.create_tree("log").unwrap(),
     };
     tx.put(&t, i.to_be_bytes(), b"entry").unwrap();
-    tx.commit().unwrap().txid
+    tx.commit().unwrap().txid.get()
 }
 
 #[test]

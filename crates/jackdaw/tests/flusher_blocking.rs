@@ -91,7 +91,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
         Some(std::thread::spawn(move || e.flush()))
     };
     assert!(gs.gate.wait_blocked(DEADLINE), "{what}: the flush never reached the sync");
-    let flushing_txid = env.read().unwrap().txid();
+    let flushing_txid = env.read().unwrap().txid().get();
 
     let e = env.clone();
     let ps = pages.clone();
@@ -141,8 +141,8 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
     // This flush waits for the held one (if still running), then flushes the rest.
     env.flush().unwrap();
     let s = env.stats();
-    assert_eq!(s.last_committed_txid, flushing_txid + 24);
-    assert_eq!(s.last_flushed_txid, s.last_committed_txid);
+    assert_eq!(s.last_committed_txid.get(), flushing_txid + 24);
+    assert_eq!(s.last_flushed_txid.get(), s.last_committed_txid.get());
     assert!(s.flushes >= 2, "{s:?}");
     let mut live: Vec<u64> = pages.clone();
     live.extend(added.iter().map(|(p, _)| *p));
@@ -207,7 +207,7 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
     let flush = std::thread::spawn(move || e.flush());
     assert!(gs.gate.wait_blocked(DEADLINE));
     let e = env.clone();
-    let r = with_deadline(Duration::from_secs(5), move || e.stats().last_committed_txid);
+    let r = with_deadline(Duration::from_secs(5), move || e.stats().last_committed_txid.get());
     let held = gs.gate.waiting();
     gs.gate.release();
     flush.join().unwrap().unwrap();

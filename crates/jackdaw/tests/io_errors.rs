@@ -83,7 +83,7 @@ fn tree(tx: &mut WriteTxn, m: &mut Model, name: &str) -> Result<jackdaw::Tree, F
 fn txn(seed: u64, i: u64, env: &Env, m: &mut Model, k: &mut Know) -> Result<(), Failure> {
     let mut r = Rng::new(seed ^ (i + 1).wrapping_mul(0x517c_c1b7_2722_0a95));
     let mut tx = env.write().map_err(|e| ("begin", e))?;
-    let txid = tx.txid();
+    let txid = tx.txid().get();
     let dur = [Durability::Sync, Durability::Buffered, Durability::None, Durability::Sync][(i % 4) as usize];
     tx.set_durability(dur);
     let t = tree(&mut tx, m, TREES[(i % 3) as usize])?;
@@ -216,7 +216,7 @@ fn recovery_base(seed: u64) -> (MemStorage, Know, Model) {
     tx.put(&t, "last", "x").unwrap();
     m.get_mut(TREES[0]).unwrap().insert(b"last".to_vec(), b"x".to_vec());
     k.digests.push(digest(&m));
-    k.hi = tx.commit().unwrap().txid;
+    k.hi = tx.commit().unwrap().txid.get();
     k.lo = k.hi;
     let img = mem.deep_clone();
     drop(env);
@@ -497,7 +497,7 @@ fn do_op(env: &Env, op: Op) -> Result<(), Error> {
                 Some(t) => t,
                 None => tx.create_tree("t")?,
             };
-            let n = tx.txid();
+            let n = tx.txid().get();
             tx.put(&t, format!("k{n}"), vec![n as u8; 100])?;
             tx.commit().map(|_| ())
         }

@@ -391,7 +391,7 @@ fn sigkill_loop() {
         "sigkill_loop: {} kills, {} acknowledged commits verified, final counter {n} (txid {}), data file {} KiB, {} journal files; {:.1}s",
         stats["kills"],
         stats.get("acknowledged commits").copied().unwrap_or(0),
-        s.last_committed_txid,
+        s.last_committed_txid.get(),
         s.data_file_bytes >> 10,
         s.journal_files,
         t0.elapsed().as_secs_f64()

@@ -295,8 +295,8 @@ fn verify_view(r: &ReadTxn, model: &Model, what: &str) {
         let page = r.page(p).unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
         assert_eq!(page_no(&page), p, "{what}: page {p} header");
         assert_eq!(page_kind(&page), Some(PageKind::Raw), "{what}: page {p} kind");
-        assert!(page_txid(&page) <= r.txid(), "{what}: page {p} written by a later transaction");
-        assert!(body_is(&page, v), "{what}: page {p} does not hold {v} (snapshot txid {})", r.txid());
+        assert!(page_txid(&page) <= r.txid().get(), "{what}: page {p} written by a later transaction");
+        assert!(body_is(&page, v), "{what}: page {p} does not hold {v} (snapshot txid {})", r.txid().get());
     }
 }
 
@@ -353,7 +353,7 @@ impl Harness {
 
     fn verify_committed(&self, what: &str) {
         let r = self.env().read().unwrap();
-        assert_eq!(r.txid(), self.last_txid, "{what}: snapshot txid");
+        assert_eq!(r.txid().get(), self.last_txid, "{what}: snapshot txid");
         verify_view(&r, &self.committed, what);
     }
 
@@ -397,7 +397,7 @@ impl Harness {
             }
         } else {
             assert!(st.pages > 0, "{st:?}");
-            self.committed_as(st.txid, d);
+            self.committed_as(st.txid.get(), d);
         }
         self.verify_committed("after commit");
         self.check();
@@ -405,7 +405,7 @@ impl Harness {
 
     fn end_snapshot(&mut self, i: usize) {
         let s = self.snaps.remove(i);
-        assert_eq!(s.r.txid(), s.txid);
+        assert_eq!(s.r.txid().get(), s.txid);
         verify_view(&s.r, &s.model, "kept snapshot");
         self.cov.snapshots_verified.fetch_add(1, Relaxed);
     }
@@ -414,7 +414,7 @@ impl Harness {
         self.pending.clear();
         self.history = BTreeMap::from([(self.last_txid, self.committed.clone())]);
         self.floor = self.last_txid;
-        assert_eq!(self.env().stats().last_committed_txid, self.last_txid, "{what}");
+        assert_eq!(self.env().stats().last_committed_txid.get(), self.last_txid, "{what}");
         self.verify_committed(what);
         self.check();
     }
@@ -475,7 +475,7 @@ impl Harness {
         drop(self.env.take());
         self.backend = image;
         self.env = Some(open(&self.setup, &self.backend));
-        let t = self.env().read().unwrap().txid();
+        let t = self.env().read().unwrap().txid().get();
         assert!(
             t >= self.floor && t <= self.last_txid,
             "crash recovery ended at transaction {t}; durable up to {}, last committed {}",
@@ -533,7 +533,7 @@ impl Harness {
                 if let Some(tx) = self.tx.take() {
                     tx.abort();
                     self.pending.clear();
-                    assert_eq!(self.env().read().unwrap().txid(), self.last_txid);
+                    assert_eq!(self.env().read().unwrap().txid().get(), self.last_txid);
                 }
             }
             Op::Flush => {
@@ -542,13 +542,16 @@ impl Harness {
                 let s = self.env().stats();
                 match self.snaps.iter().map(|s| s.txid).min() {
                     None => {
-                        assert_eq!(s.last_flushed_txid, self.last_txid, "{s:?}");
+                        assert_eq!(s.last_flushed_txid.get(), self.last_txid, "{s:?}");
                         assert_eq!(s.scratch_bytes, 0, "no reader: everything flushed");
                         self.floor = self.last_txid;
                         self.history = self.history.split_off(&self.last_txid);
                     }
                     Some(oldest) => {
-                        assert!(s.last_flushed_txid >= oldest && s.last_flushed_txid <= self.last_txid, "{s:?}");
+                        assert!(
+                            s.last_flushed_txid.get() >= oldest && s.last_flushed_txid.get() <= self.last_txid,
+                            "{s:?}"
+                        );
                     }
                 }
             }
@@ -557,7 +560,7 @@ impl Harness {
                     self.end_snapshot(0);
                 }
                 let r = self.env().read().unwrap();
-                assert_eq!(r.txid(), self.last_txid);
+                assert_eq!(r.txid().get(), self.last_txid);
                 self.snaps.push(Snap { r, model: self.committed.clone(), txid: self.last_txid });
             }
             Op::EndSnapshot(i) => {
@@ -589,7 +592,7 @@ impl Harness {
                     let st = tx.commit().unwrap();
                     self.pending = self.committed.clone();
                     self.pending.insert(p, val);
-                    self.committed_as(st.txid, d);
+                    self.committed_as(st.txid.get(), d);
                 }
                 self.verify_committed("after burst");
                 self.check();

@@ -268,7 +268,7 @@ impl Checker {
         })));
         let r0 = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<u64, String> {
             let env = Env::open(DIR, opts(Arc::new(sim2.clone()), cfg)).map_err(|e| e.to_string())?;
-            let t = env.read().map_err(|e| e.to_string())?.txid();
+            let t = env.read().map_err(|e| e.to_string())?.txid().get();
             drop(env);
             Ok(t)
         }));
@@ -461,7 +461,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
         let e = env.as_ref().unwrap();
         phase("transaction");
         let mut tx = e.write().unwrap();
-        let txid = tx.txid();
+        let txid = tx.txid().get();
         let dur = match rng.below(4) {
             0 | 1 => Durability::Sync,
             2 => Durability::Buffered,
@@ -500,7 +500,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
         match rng.below(100) {
             0..=9 => {
                 phase("flush");
-                let held = reader.as_ref().map(|r| r.txid());
+                let held = reader.as_ref().map(|r| r.txid().get());
                 e.flush().unwrap();
                 rep.flushes += 1;
                 let mut c = chk.lock().unwrap();

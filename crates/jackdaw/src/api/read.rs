@@ -6,6 +6,7 @@ use super::iter::{
 };
 use super::{Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
+use crate::ids::TxId;
 use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::FLAG_OVERFLOW;
 use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind};
@@ -57,8 +58,8 @@ impl ReadTxn {
     }
 
     /// The id of the last transaction this snapshot sees.
-    pub fn txid(&self) -> u64 {
-        self.snap.txid()
+    pub fn txid(&self) -> TxId {
+        TxId::new(self.snap.txid())
     }
 
     internals_pub! {

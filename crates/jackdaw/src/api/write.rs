@@ -8,6 +8,7 @@ use super::{check_key, check_value_len, inline, Bytes, Tree, TreeStats};
 use crate::data::file::META_PAGE;
 use crate::data::page::PageKind;
 use crate::error::Limit;
+use crate::ids::TxId;
 use crate::options::Durability;
 use crate::stats::CommitStats;
 use crate::tree::btree::{self, LeafCache};
@@ -92,8 +93,8 @@ impl WriteTxn {
     }
 
     /// The id this transaction will have when it commits.
-    pub fn txid(&self) -> u64 {
-        self.raw.txid()
+    pub fn txid(&self) -> TxId {
+        TxId::new(self.raw.txid())
     }
 
     /// Override the environment's durability for this commit.

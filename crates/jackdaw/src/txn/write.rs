@@ -510,7 +510,7 @@ impl PageTxn {
             }
         }
         let stats = CommitStats {
-            txid,
+            txid: crate::ids::TxId::new(txid),
             pages: pgnos.len() + self.streamed.len(),
             written_once_pages: once.len() + self.streamed.len(),
             spilled_pages: self.spilled as usize,

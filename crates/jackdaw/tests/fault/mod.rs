@@ -110,7 +110,7 @@ pub fn read_all(r: &ReadTxn) -> Result<Model, Error> {
 pub fn read_db(env: &Env) -> Result<(u64, Model), Error> {
     let r = env.read()?;
     let m = read_all(&r)?;
-    Ok((r.txid(), m))
+    Ok((r.txid().get(), m))
 }
 
 /// A value of `len` bytes determined by `(seed, salt)`: noise, or (one time in three) a run of
