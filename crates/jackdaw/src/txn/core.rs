@@ -33,17 +33,23 @@ pub(crate) struct Committed {
     pub next_page: u64,
 }
 
-/// Live readers: slot -> (snapshot txid, start time).
+/// Live readers: slot -> (snapshot txid, start time), and how many live snapshots read each
+/// txid. Invariant: `by_txid[t]` is the number of `Some((t, _))` slots, and holds no zero count.
+/// A commit needs only the distinct snapshot ids (`txids`), so its work does not grow with the
+/// number of readers (faults issue §6: with 1,000,000 open snapshots a commit collected and sorted
+/// every slot, 5.7 ms).
 #[derive(Default)]
 pub(crate) struct Readers {
     pub slots: Vec<Option<(u64, Duration)>>,
     free: Vec<usize>,
+    by_txid: std::collections::BTreeMap<u64, usize>,
     /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
     pub write_txns: usize,
 }
 
 impl Readers {
     pub(crate) fn add(&mut self, txid: u64, now: Duration) -> usize {
+        *self.by_txid.entry(txid).or_default() += 1;
         if let Some(i) = self.free.pop() {
             self.slots[i] = Some((txid, now));
             i
@@ -53,15 +59,25 @@ impl Readers {
         }
     }
     pub(crate) fn remove(&mut self, i: usize) {
-        self.slots[i] = None;
+        let Some(Some((txid, _))) = self.slots.get_mut(i).map(Option::take) else { return };
         self.free.push(i);
+        if let std::collections::btree_map::Entry::Occupied(mut e) = self.by_txid.entry(txid) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+    }
+    /// The distinct snapshot ids of the live readers, in increasing order.
+    pub(crate) fn txids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_txid.keys().copied()
     }
     /// Live read transactions.
     pub(crate) fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }
     pub(crate) fn oldest(&self) -> Option<u64> {
-        self.slots.iter().flatten().map(|(t, _)| *t).min()
+        self.by_txid.keys().next().copied()
     }
 }
 
@@ -183,5 +199,41 @@ impl Core {
         let mut c = self.flusher_ctl.lock();
         c.requested = true;
         self.flusher_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Readers;
+    use std::time::Duration;
+
+    /// `by_txid` mirrors the slots through any order of adds and removes: `txids` lists each
+    /// live snapshot id once, in order, and `oldest` is the smallest.
+    #[test]
+    fn reader_counts_follow_the_slots() {
+        let mut rng = crate::test_rng(0x5eed_0006);
+        let mut r = Readers::default();
+        let mut live: Vec<(usize, u64)> = Vec::new();
+        for _ in 0..20_000 {
+            if live.is_empty() || rng() % 3 != 0 {
+                let t = rng() % 50;
+                live.push((r.add(t, Duration::ZERO), t));
+            } else {
+                let (slot, _) = live.swap_remove((rng() % live.len() as u64) as usize);
+                r.remove(slot);
+            }
+            let mut want: Vec<u64> = live.iter().map(|(_, t)| *t).collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(r.txids().collect::<Vec<_>>(), want);
+            assert_eq!(r.oldest(), want.first().copied());
+            assert_eq!(r.live(), live.len());
+        }
+        // Removing a slot twice changes nothing.
+        let s = r.add(7, Duration::ZERO);
+        r.remove(s);
+        let before: Vec<u64> = r.txids().collect();
+        r.remove(s);
+        assert_eq!(r.txids().collect::<Vec<_>>(), before);
     }
 }

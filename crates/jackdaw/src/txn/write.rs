@@ -530,7 +530,7 @@ impl PageTxn {
         let (visible, needed) = {
             let r = core.readers.lock();
             let visible = core.committed().txid;
-            let mut v: Vec<u64> = r.slots.iter().flatten().map(|(t, _)| *t).collect();
+            let mut v: Vec<u64> = r.txids().collect();
             v.push(visible);
             v.sort_unstable();
             v.dedup();
