@@ -44,8 +44,9 @@ impl PartialOrd<u64> for TxId {
     }
 }
 
+/// The number alone, as `u64` prints it (so it can be parsed back).
 impl fmt::Display for TxId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "transaction {}", self.0)
+        fmt::Display::fmt(&self.0, f)
     }
 }
