@@ -3,6 +3,7 @@
 //! `Error` is `Clone` so that one failure (a failed journal write, say) can be handed to every
 //! waiter of a group commit; `io::Error` is wrapped in an `Arc` for that reason.
 
+use crate::ids::PageNo;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub enum Error {
     #[error("the database is damaged{}: {reason}", at_page(page))]
     Corrupted {
         /// The data file page, when the damage is in one.
-        page: Option<u64>,
+        page: Option<PageNo>,
         /// What failed, in words.
         reason: String,
     },
@@ -139,7 +140,7 @@ impl std::fmt::Display for Limit {
     }
 }
 
-fn at_page(page: &Option<u64>) -> String {
+fn at_page(page: &Option<PageNo>) -> String {
     match page {
         Some(p) => format!(" at page {p} of the data file"),
         None => String::new(),
@@ -163,7 +164,7 @@ impl Error {
         Error::Io { op, source: Arc::new(e) }
     }
     pub(crate) fn corrupted(page: Option<u64>, reason: impl Into<String>) -> Error {
-        Error::Corrupted { page, reason: reason.into() }
+        Error::Corrupted { page: page.map(PageNo::new), reason: reason.into() }
     }
     /// True for `Io` errors that say the disk is full.
     pub fn is_disk_full(&self) -> bool {

@@ -50,3 +50,44 @@ impl fmt::Display for TxId {
         fmt::Display::fmt(&self.0, f)
     }
 }
+
+/// A page number in the data file (page `n` starts at byte `n × page_size`; 0 and 1 are the
+/// header slots). Public where the API names a page: `Error::Corrupted`, `check()`'s `Problem`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct PageNo(u64);
+
+impl PageNo {
+    /// Page number `n`.
+    pub const fn new(n: u64) -> PageNo {
+        PageNo(n)
+    }
+    /// The number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<u64> for PageNo {
+    fn from(n: u64) -> PageNo {
+        PageNo(n)
+    }
+}
+
+impl From<PageNo> for u64 {
+    fn from(p: PageNo) -> u64 {
+        p.0
+    }
+}
+
+impl PartialEq<u64> for PageNo {
+    fn eq(&self, other: &u64) -> bool {
+        self.0 == *other
+    }
+}
+
+/// The number alone.
+impl fmt::Display for PageNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}

@@ -1,6 +1,6 @@
 //! Counters shared by every layer, and the public stats types.
 
-use crate::ids::TxId;
+use crate::ids::{PageNo, TxId};
 use crate::storage::SyncSite;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -196,7 +196,7 @@ impl CheckReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// The data file page the problem is at, when one is known.
-    pub page: Option<u64>,
+    pub page: Option<PageNo>,
     /// The tree whose walk found the problem (`(root)` for the catalog of trees; a nested tree
     /// of a multi-value tree is named `NAME/nested`), when a tree walk found it.
     pub tree: Option<String>,
@@ -249,7 +249,7 @@ impl std::fmt::Display for ProblemKind {
 
 impl Problem {
     pub(crate) fn new(kind: ProblemKind, page: Option<u64>, tree: Option<&str>, detail: impl Into<String>) -> Problem {
-        Problem { page, tree: tree.map(str::to_owned), kind, detail: detail.into() }
+        Problem { page: page.map(PageNo::new), tree: tree.map(str::to_owned), kind, detail: detail.into() }
     }
 
     /// A problem from an error: the page of a `Corrupted` error (else `page`), the error's
@@ -262,7 +262,7 @@ impl Problem {
         e: &crate::Error,
     ) -> Problem {
         let page = match e {
-            crate::Error::Corrupted { page: Some(p), .. } => Some(*p),
+            crate::Error::Corrupted { page: Some(p), .. } => Some(p.get()),
             _ => page,
         };
         Problem::new(kind, page, tree, format!("{prefix}{e}"))

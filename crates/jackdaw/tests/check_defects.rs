@@ -213,7 +213,7 @@ fn expect_corrupted(env: &Env, want: &[(ProblemKind, Option<u64>)], needles: &[&
     assert!(!report.is_clean(), "check() found nothing: {report:?}");
     for &(kind, page) in want {
         assert!(
-            report.problems.iter().any(|p| p.kind == kind && (page.is_none() || p.page == page)),
+            report.problems.iter().any(|p| p.kind == kind && (page.is_none() || p.page.map(|x| x.get()) == page)),
             "check() should report a {kind:?} problem at page {page:?}: {:#?}",
             report.problems
         );
@@ -542,7 +542,7 @@ fn damaged_database_gives_typed_problems() {
         .iter()
         .find(|p| p.kind == ProblemKind::TreeOrder)
         .unwrap_or_else(|| panic!("a tree order problem: {:#?}", report.problems));
-    assert_eq!(order.page, Some(leaf));
+    assert_eq!(order.page.map(|x| x.get()), Some(leaf));
     assert_eq!(order.tree.as_deref(), Some("t"));
     assert!(order.detail.contains("out of order"), "{order:?}");
     let leaked = report
@@ -550,7 +550,7 @@ fn damaged_database_gives_typed_problems() {
         .iter()
         .find(|p| p.kind == ProblemKind::Reachability)
         .unwrap_or_else(|| panic!("a reachability problem: {:#?}", report.problems));
-    assert_eq!((leaked.page, leaked.tree.as_deref()), (Some(leak), None));
+    assert_eq!((leaked.page.map(|x| x.get()), leaked.tree.as_deref()), (Some(leak), None));
     assert!(leaked.detail.contains("leaked"), "{leaked:?}");
     assert_eq!(report.problems.len(), 2, "only the two planted defects: {:#?}", report.problems);
     for p in &report.problems {
