@@ -170,15 +170,39 @@ impl WriteBatch {
 /// Waits for one submitted batch.
 pub struct BatchHandle {
     rx: Receiver<Result<()>>,
+    /// The environment, to refuse a wait that could never end.
+    core: Option<Arc<Core>>,
 }
 
 impl BatchHandle {
     pub(crate) fn ready(rx: Receiver<Result<()>>) -> BatchHandle {
-        BatchHandle { rx }
+        BatchHandle { rx, core: None }
+    }
+
+    pub(crate) fn of(mut self, core: &Arc<Core>) -> BatchHandle {
+        self.core = Some(core.clone());
+        self
     }
 
     /// Block until the batch is committed with the environment's durability (or failed).
+    ///
+    /// On a thread that holds the environment's write transaction (or runs its `check`), the
+    /// merger can never take the writer lock this thread holds: unless the outcome is already
+    /// known, this returns `Error::Busy` at once instead of waiting forever. The batch stays
+    /// queued and commits once that transaction ends; its outcome is then not reported.
     pub fn wait(self) -> Result<()> {
+        if let Some(core) = &self.core {
+            if crate::txn::write::held_by_this_thread(core) || crate::txn::write::checking_on_this_thread(core) {
+                return match self.rx.try_recv() {
+                    Ok(r) => r,
+                    Err(mpsc::TryRecvError::Disconnected) => Err(Error::Closed),
+                    Err(mpsc::TryRecvError::Empty) => Err(Error::Busy(
+                        "this thread holds the write transaction the batch needs; waiting would never end \
+                         (the batch stays queued and commits after that transaction)",
+                    )),
+                };
+            }
+        }
         self.rx.recv().unwrap_or(Err(Error::Closed))
     }
 }
@@ -243,7 +267,7 @@ impl MergerThreads {
             q.items.push_back(Pending { batch, done });
             self.merger.cv.notify_all();
         }
-        BatchHandle { rx }
+        BatchHandle { rx, core: None }
     }
 
     /// Commit what is queued, then stop both threads.

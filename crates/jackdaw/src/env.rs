@@ -152,7 +152,7 @@ impl Env {
                 Err(e) => return refuse(e),
             }
         }
-        m.as_ref().expect("started").submit(batch)
+        m.as_ref().expect("started").submit(batch).of(core)
     }
 
     /// The database directory.

@@ -291,3 +291,44 @@ fn deleting_the_lock_file_does_not_let_a_second_process_in() {
     assert!(env.read().unwrap().open_tree("child").unwrap().is_none(), "the child wrote");
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
+
+/// A batch submitted before this thread began a write transaction, waited for while it holds
+/// it: the merger can never take the writer lock, so `wait()` must answer at once (`Busy`, or
+/// the outcome if the batch was already committed) instead of waiting forever; the batch still
+/// commits once the transaction ends. Racy by nature (the merger may win), so it runs 200 rounds
+/// and prints how many met the held lock; every round must answer within the deadline.
+#[test]
+fn batch_wait_on_the_writer_thread_does_not_hang() {
+    let env = Env::open("/misuse/db", mem_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    let (busy, done) = within_deadline("BatchHandle::wait on the writer thread", move || {
+        let (mut busy, mut done) = (0, 0);
+        for i in 0u32..200 {
+            let mut b = WriteBatch::new();
+            b.put(&t, i.to_be_bytes(), b"v");
+            let h = env.write_batch_async(b);
+            let tx = env.write().unwrap();
+            match h.wait() {
+                Ok(()) => done += 1,
+                Err(Error::Busy(m)) => {
+                    assert!(m.contains("holds the write transaction"), "{m}");
+                    busy += 1;
+                }
+                Err(e) => panic!("round {i}: {e}"),
+            }
+            drop(tx);
+            // Committed either way, once the transaction ended.
+            let mut n = 0;
+            while env.read().unwrap().get(&t, i.to_be_bytes()).unwrap().is_none() {
+                n += 1;
+                assert!(n < 10_000, "round {i}: the batch never committed");
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        (busy, done)
+    });
+    println!("batch_wait_on_the_writer_thread_does_not_hang: {busy} rounds met the held lock, {done} found the batch committed");
+    assert_eq!(busy + done, 200);
+}
