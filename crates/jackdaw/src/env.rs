@@ -152,7 +152,10 @@ impl Env {
                 Err(e) => return refuse(e),
             }
         }
-        m.as_ref().expect("started").submit(batch).of(core)
+        match m.as_ref() {
+            Some(t) => t.submit(batch).of(core),
+            None => refuse(Error::Closed),
+        }
     }
 
     /// The database directory.

@@ -84,27 +84,34 @@ impl Drop for Snapshot {
 impl Snapshot {
     /// Capture the last committed state (see the module doc for why under the readers lock).
     pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
-        Snapshot::begin_inner(core, false).expect("not refused")
+        let now = core.opts.clock.now();
+        let (c, slot) = {
+            let mut r = core.readers.lock();
+            let c = core.committed();
+            (c, r.add(c.txid, now))
+        };
+        Snapshot::registered(core, c, slot)
     }
 
     /// `begin`, or `Closed` once the environment is closed: decided under the readers lock, so
     /// a snapshot never begins after `close` has found no reader and released the locks.
     pub(crate) fn try_begin(core: &Arc<Core>) -> Result<Arc<Snapshot>> {
-        Snapshot::begin_inner(core, true)
-    }
-
-    fn begin_inner(core: &Arc<Core>, refuse_closed: bool) -> Result<Arc<Snapshot>> {
         let now = core.opts.clock.now();
         let (c, slot) = {
             let mut r = core.readers.lock();
-            if refuse_closed && core.closed.load(std::sync::atomic::Ordering::Acquire) {
+            if core.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(Error::Closed);
             }
             let c = core.committed();
             (c, r.add(c.txid, now))
         };
+        Ok(Snapshot::registered(core, c, slot))
+    }
+
+    /// The snapshot of `c`, whose reader slot `slot` is already registered.
+    fn registered(core: &Arc<Core>, c: crate::txn::core::Committed, slot: usize) -> Arc<Snapshot> {
         let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
-        Ok(Arc::new(Snapshot { core: core.clone(), view, slot }))
+        Arc::new(Snapshot { core: core.clone(), view, slot })
     }
 
     /// The id of the last transaction this snapshot sees.

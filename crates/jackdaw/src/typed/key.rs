@@ -9,6 +9,13 @@ fn bad(what: &str, why: &str) -> Error {
 }
 
 /// Split `n` bytes off the front of `input`.
+/// The next `N` bytes as an array (fixed-width types).
+fn take_array<const N: usize>(input: &mut &[u8], what: &str) -> Result<[u8; N]> {
+    let mut a = [0u8; N];
+    a.copy_from_slice(take(input, N, what)?);
+    Ok(a)
+}
+
 fn take<'a>(input: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8]> {
     if input.len() < n {
         return Err(bad(what, &format!("{} bytes left, {n} needed", input.len())));
@@ -83,8 +90,7 @@ macro_rules! unsigned {
         }
         impl Key for $t {
             fn decode_key(input: &mut &[u8]) -> Result<Self> {
-                let b = take(input, std::mem::size_of::<$t>(), stringify!($t))?;
-                Ok(<$t>::from_be_bytes(b.try_into().expect("length checked")))
+                Ok(<$t>::from_be_bytes(take_array(input, stringify!($t))?))
             }
         }
     )*};
@@ -100,8 +106,7 @@ macro_rules! signed {
         }
         impl Key for $t {
             fn decode_key(input: &mut &[u8]) -> Result<Self> {
-                let b = take(input, std::mem::size_of::<$t>(), stringify!($t))?;
-                let u = <$u>::from_be_bytes(b.try_into().expect("length checked"));
+                let u = <$u>::from_be_bytes(take_array(input, stringify!($t))?);
                 Ok((u ^ (1 << (<$u>::BITS - 1))) as $t)
             }
         }
@@ -213,7 +218,7 @@ impl<const N: usize> AsKey<[u8; N]> for [u8; N] {
 }
 impl<const N: usize> Key for [u8; N] {
     fn decode_key(input: &mut &[u8]) -> Result<Self> {
-        Ok(take(input, N, "[u8; N]")?.try_into().expect("length checked"))
+        take_array(input, "[u8; N]")
     }
 }
 

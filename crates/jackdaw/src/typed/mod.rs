@@ -122,56 +122,40 @@ pub trait ReadAccess: sealed::Sealed {
     fn stats_raw(self, tree: &Tree) -> Result<TreeStats>;
 }
 
-impl ReadAccess for &ReadTxn {
-    type Range = Range;
-    type Values = Values<SnapSource>;
-    fn open_raw(self, name: &str) -> Result<Option<Tree>> {
-        self.open_tree(name)
-    }
-    fn get_raw(self, tree: &Tree, key: &[u8]) -> Result<Option<Bytes>> {
-        self.get(tree, key)
-    }
-    fn range_raw(self, tree: &Tree, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Result<Range> {
-        self.range(tree, (lo, hi))
-    }
-    fn prefix_raw(self, tree: &Tree, prefix: &[u8]) -> Result<Range> {
-        self.prefix(tree, prefix)
-    }
-    fn multi_get_raw(self, tree: &Tree, key: &[u8]) -> Result<Self::Values> {
-        self.multi_get(tree, key)
-    }
-    fn multi_count_raw(self, tree: &Tree, key: &[u8]) -> Result<u64> {
-        self.multi_count(tree, key)
-    }
-    fn stats_raw(self, tree: &Tree) -> Result<TreeStats> {
-        self.tree_stats(tree)
-    }
+/// One `ReadAccess` impl per transaction reference: each forwards to the bytes API's method of
+/// the same name.
+macro_rules! read_access {
+    ($($t:ty => $range:ty, $values:ty;)*) => {$(
+        impl<'a> ReadAccess for $t {
+            type Range = $range;
+            type Values = $values;
+            fn open_raw(self, name: &str) -> Result<Option<Tree>> {
+                self.open_tree(name)
+            }
+            fn get_raw(self, tree: &Tree, key: &[u8]) -> Result<Option<Bytes>> {
+                self.get(tree, key)
+            }
+            fn range_raw(self, tree: &Tree, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Result<$range> {
+                self.range(tree, (lo, hi))
+            }
+            fn prefix_raw(self, tree: &Tree, prefix: &[u8]) -> Result<$range> {
+                self.prefix(tree, prefix)
+            }
+            fn multi_get_raw(self, tree: &Tree, key: &[u8]) -> Result<$values> {
+                self.multi_get(tree, key)
+            }
+            fn multi_count_raw(self, tree: &Tree, key: &[u8]) -> Result<u64> {
+                self.multi_count(tree, key)
+            }
+            fn stats_raw(self, tree: &Tree) -> Result<TreeStats> {
+                self.tree_stats(tree)
+            }
+        }
+    )*};
 }
-
-impl<'a> ReadAccess for &'a mut WriteTxn {
-    type Range = WriteRange<'a>;
-    type Values = Values<TxSource<'a>>;
-    fn open_raw(self, name: &str) -> Result<Option<Tree>> {
-        self.open_tree(name)
-    }
-    fn get_raw(self, tree: &Tree, key: &[u8]) -> Result<Option<Bytes>> {
-        self.get(tree, key)
-    }
-    fn range_raw(self, tree: &Tree, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Result<WriteRange<'a>> {
-        self.range(tree, (lo, hi))
-    }
-    fn prefix_raw(self, tree: &Tree, prefix: &[u8]) -> Result<WriteRange<'a>> {
-        self.prefix(tree, prefix)
-    }
-    fn multi_get_raw(self, tree: &Tree, key: &[u8]) -> Result<Self::Values> {
-        self.multi_get(tree, key)
-    }
-    fn multi_count_raw(self, tree: &Tree, key: &[u8]) -> Result<u64> {
-        self.multi_count(tree, key)
-    }
-    fn stats_raw(self, tree: &Tree) -> Result<TreeStats> {
-        self.tree_stats(tree)
-    }
+read_access! {
+    &'a ReadTxn => Range, Values<SnapSource>;
+    &'a mut WriteTxn => WriteRange<'a>, Values<TxSource<'a>>;
 }
 
 /// A handle to a named tree with typed keys `K` and values `V`: a [`Tree`] plus the types. Cheap
