@@ -64,21 +64,11 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
         let n = Node::new(&page);
         if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
-            problems.push(Problem::new(
-                K::TreeOrder,
-                Some(pg),
-                Some(name),
-                format!("tree {name}: page {pg} should be a {want:?} at level {level}"),
-            ));
+            problems.push(order(pg, name, format!("tree {name}: page {pg} should be a {want:?} at level {level}")));
             continue;
         }
         if n.upper() > page.len() || n.upper() < super::node::SLOTS + 2 * n.count() {
-            problems.push(Problem::new(
-                K::TreeOrder,
-                Some(pg),
-                Some(name),
-                format!("tree {name}: page {pg} has a bad entry area"),
-            ));
+            problems.push(order(pg, name, format!("tree {name}: page {pg} has a bad entry area")));
             continue;
         }
         if level == 0 {
@@ -88,7 +78,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         }
         let count = n.count();
         if count == 0 && !(level == 0 && pg == desc.root) {
-            problems.push(Problem::new(K::TreeOrder, Some(pg), Some(name), format!("tree {name}: page {pg} is empty")));
+            problems.push(order(pg, name, format!("tree {name}: page {pg} is empty")));
         }
         let mut prev: Option<&[u8]> = None;
         for i in 0..count {
@@ -109,19 +99,17 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
             if !implicit {
                 if let Some(pk) = prev {
                     if pk >= key {
-                        problems.push(Problem::new(
-                            K::TreeOrder,
-                            Some(pg),
-                            Some(name),
+                        problems.push(order(
+                            pg,
+                            name,
                             format!("tree {name}: page {pg}: keys out of order at entry {i}"),
                         ));
                     }
                 }
                 if low.as_deref().is_some_and(|l| key < l) || high.as_deref().is_some_and(|h| key >= h) {
-                    problems.push(Problem::new(
-                        K::TreeOrder,
-                        Some(pg),
-                        Some(name),
+                    problems.push(order(
+                        pg,
+                        name,
                         format!("tree {name}: page {pg} entry {i}: key outside the fences of its parent"),
                     ));
                 }
@@ -150,10 +138,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                     Ok((flags, v, _)) => {
                         on_entry(key, flags, v);
                         if multi && flags == FLAG_OVERFLOW {
-                            problems.push(Problem::new(
-                                K::TreeOrder,
-                                Some(pg),
-                                Some(name),
+                            problems.push(order(
+                                pg,
+                                name,
                                 format!("tree {name}: page {pg} entry {i}: an overflow value in a multi-value tree"),
                             ));
                         } else if flags == FLAG_OVERFLOW {
@@ -191,10 +178,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                         } else if multi && flags == super::multi::FLAG_NESTED {
                             match super::multi::decode_list(v) {
                                 Ok(vals) if !vals.is_empty() => entries += vals.len() as u64 - 1,
-                                Ok(_) => problems.push(Problem::new(
-                                    K::TreeOrder,
-                                    Some(pg),
-                                    Some(name),
+                                Ok(_) => problems.push(order(
+                                    pg,
+                                    name,
                                     format!("tree {name}: page {pg} entry {i}: empty nested list"),
                                 )),
                                 Err(e) => problems.push(Problem::from_error(
@@ -228,10 +214,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                     overflows += o;
                                     entries += e - 1;
                                 }
-                                Ok(d) => problems.push(Problem::new(
-                                    K::TreeOrder,
-                                    Some(pg),
-                                    Some(name),
+                                Ok(d) => problems.push(order(
+                                    pg,
+                                    name,
                                     format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}"),
                                 )),
                                 Err(e) => problems.push(Problem::from_error(
@@ -243,10 +228,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                                 )),
                             }
                         } else if flags != super::node::FLAG_INLINE || multi {
-                            problems.push(Problem::new(
-                                K::TreeOrder,
-                                Some(pg),
-                                Some(name),
+                            problems.push(order(
+                                pg,
+                                name,
                                 format!("tree {name}: page {pg} entry {i}: unknown value flags {flags}"),
                             ));
                         }
@@ -282,4 +266,9 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         ));
     }
     (branches, leaves, overflows, entries)
+}
+
+/// A structural problem of tree `name` at page `pg`.
+fn order(pg: u64, name: &str, detail: String) -> Problem {
+    Problem::new(K::TreeOrder, Some(pg), Some(name), detail)
 }
