@@ -2,12 +2,12 @@
 
 use crate::api::{ReadTxn, WriteTxn};
 use crate::batch::{BatchHandle, MergerThreads, WriteBatch};
-use crate::data::file::{grown_len, FIRST_BITMAP_PAGE, FIRST_FREE_PAGE, META_PAGE};
+use crate::data::file::{initial_len, FIRST_BITMAP_PAGE, FIRST_FREE_PAGE, META_PAGE};
 use crate::data::page::{self, PageKind};
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
 use crate::ids::TxId;
-use crate::journal::{self, recovery, Journal};
+use crate::journal::{self, recovery, Journal, Space};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, Problem, ProblemKind, ReaderInfo, Stats};
 use crate::storage::{JournalIo, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
@@ -289,7 +289,7 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         core.flusher_cv.notify_all();
         let _ = h.join();
     }
-    core.journal.lock().discard_spare();
+    core.space.lock().discard_spare();
     if core.poisoned.lock().is_some() {
         return Err(Error::Poisoned("closed after a write failure".into()));
     }
@@ -318,7 +318,7 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     let tmp = dir.join(format!("{DATA_FILE}.tmp"));
     let f = storage.open(&tmp, OpenMode::CreateReadWrite).ctx("create data file")?;
     f.set_len(0).ctx("truncate data file")?;
-    let len = grown_len(0, FIRST_FREE_PAGE * ps as u64, ps as u64);
+    let len = initial_len(FIRST_FREE_PAGE * ps as u64, ps as u64);
     f.allocate(len).ctx("allocate data file")?;
     let mut pages = vec![0u8; FIRST_FREE_PAGE as usize * ps];
     let db_id = new_db_id(opts);
@@ -431,10 +431,10 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         }
     }
     let alloc = load_alloc(&data, &header)?;
-    let journal = Journal::new(
+    let journal = Journal::new(header.db_id, counters.clone(), header.flushed_txid);
+    let space = Space::new(
         storage.clone(),
         journal_dir.clone(),
-        header.db_id,
         opts.journal_file_bytes,
         opts.journal_files_kept,
         counters.clone(),
@@ -451,6 +451,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         journal_dir,
         data,
         journal: Mutex::new(journal),
+        space: Mutex::new(space),
         journal_cv: Condvar::new(),
         table: PageTable::default(),
         committed: Mutex::new(committed),
@@ -492,25 +493,36 @@ fn load_alloc(data: &DataFile, header: &Header) -> Result<AllocSummary> {
     Ok(AllocSummary { free })
 }
 
+/// What a snapshot of `txid` keeps from being retired (`ReaderInfo::pinned_bytes`): the distinct
+/// pages changed after it, each counted once however often it was rewritten, plus the journal
+/// records written after it.
+fn pinned_by(log: &std::collections::VecDeque<crate::txn::core::TxRecord>, txid: u64, page_size: u64) -> u64 {
+    let later = log.iter().filter(|t| t.txid > txid);
+    let pages: std::collections::HashSet<u64> = later.clone().flat_map(|t| t.pages.iter().copied()).collect();
+    pages.len() as u64 * page_size + later.map(|t| t.journal_bytes).sum::<u64>()
+}
+
 fn stats(core: &Arc<Core>) -> Stats {
     let c = &core.counters;
     let committed = core.committed();
     let free_pages = core.alloc.lock().total_free();
     let now = core.opts.clock.now();
     let readers: Vec<(u64, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
-    let log: Vec<(u64, u64)> = core.txlog.lock().iter().map(|t| (t.txid, t.bytes)).collect();
-    let readers = readers
-        .into_iter()
-        .map(|(txid, start)| ReaderInfo {
-            txid: TxId::new(txid),
-            age: now.saturating_sub(start),
-            pinned_bytes: log.iter().filter(|(t, _)| *t > txid).map(|(_, b)| b).sum(),
-        })
-        .collect::<Vec<_>>();
+    let readers = {
+        let log = core.txlog.lock();
+        readers
+            .into_iter()
+            .map(|(txid, start)| ReaderInfo {
+                txid: TxId::new(txid),
+                age: now.saturating_sub(start),
+                pinned_bytes: pinned_by(&log, txid, core.page_size as u64),
+            })
+            .collect::<Vec<_>>()
+    };
     let (journal_files, journal_file_bytes, io) = {
-        let j = core.journal.lock();
-        let (n, b) = j.files();
-        (n, b, j.io)
+        let sp = core.space.lock();
+        let (n, b) = sp.files();
+        (n, b, sp.io)
     };
     Stats {
         page_size: core.page_size,
@@ -729,8 +741,8 @@ where
     //    be taken for part of the log), the header's too, and the chain ends between the last
     //    durable and the last committed transaction.
     let (durable, next_gen) = {
-        let j = core.journal.lock();
-        (j.durable_txid(), j.next_generation())
+        let durable = core.journal.lock().durable_txid();
+        (durable, core.space.lock().next_generation())
     };
     let storage = core.opts.storage.as_ref();
     match recovery::list(storage, &core.journal_dir, false) {

@@ -90,14 +90,17 @@ pub enum Error {
     /// The operation would have to wait (`try_write` while another writer is active).
     #[error("busy: {0}")]
     Busy(&'static str),
-    /// Long-lived readers pin more page versions than `Options::max_pinned_bytes` allows; new write
-    /// transactions are refused until they end.
-    #[error("readers pin {pinned_bytes} bytes of page versions, over the cap of {cap_bytes}; end long-lived read transactions")]
+    /// Long-lived readers keep more than `Options::max_pinned_bytes` from being retired (page
+    /// versions in memory plus journal files the flusher cannot pass): new write transactions are
+    /// refused until they end. Nothing is lost and the environment stays usable.
+    #[error("{}", pinned_message(*pinned_bytes, *cap_bytes, *oldest_reader_age))]
     PinnedLimit {
-        /// Bytes of page versions the readers pin.
+        /// Bytes the readers keep: page versions in memory plus unflushed journal bytes.
         pinned_bytes: u64,
         /// `Options::max_pinned_bytes`.
         cap_bytes: u64,
+        /// How long the oldest live read transaction has been open (`None` if it ended meanwhile).
+        oldest_reader_age: Option<std::time::Duration>,
     },
     /// The tree does not exist (or no longer does: a handle to a deleted tree).
     #[error("no such tree: {0}")]
@@ -173,6 +176,17 @@ impl Error {
 }
 
 /// Attach an operation name to an `io::Result`.
+fn pinned_message(pinned: u64, cap: u64, age: Option<std::time::Duration>) -> String {
+    let who = match age {
+        Some(a) => format!("the oldest read transaction has been open for {:.1} s", a.as_secs_f64()),
+        None => "the read transaction that held them has ended; retry".to_string(),
+    };
+    format!(
+        "readers keep {pinned} bytes of page versions and journal from being retired, over the cap of {cap} set by max_pinned_bytes \
+         ({who}): end long-lived read transactions"
+    )
+}
+
 pub(crate) trait IoContext<T> {
     fn ctx(self, op: &'static str) -> Result<T>;
 }
@@ -206,7 +220,11 @@ mod tests {
             Error::IncompatibleFormat("format version 9".into()),
             Error::Closed,
             Error::Busy("this thread holds the write transaction"),
-            Error::PinnedLimit { pinned_bytes: 2 << 30, cap_bytes: 1 << 30 },
+            Error::PinnedLimit {
+                pinned_bytes: 2 << 30,
+                cap_bytes: 1 << 30,
+                oldest_reader_age: Some(std::time::Duration::from_secs(3600)),
+            },
             Error::NoSuchTree("albums".into()),
             Error::WrongTreeKind("albums".into()),
             Error::TreeExists("albums".into()),

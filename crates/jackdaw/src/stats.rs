@@ -18,6 +18,9 @@ pub(crate) struct Counters {
     pub journal_files_recycled: AtomicU64,
     pub journal_files_prepared: AtomicU64,
     pub stray_journal_files: AtomicU64,
+    /// A gauge, not a count: bytes of the journal records not yet flushed (added when a record
+    /// is written, taken off when the flusher passes it).
+    pub journal_unflushed_bytes: AtomicU64,
     pub flushes: AtomicU64,
     pub flushed_pages: AtomicU64,
     pub written_once_pages: AtomicU64,
@@ -106,7 +109,10 @@ pub struct ReaderInfo {
     pub txid: TxId,
     /// How long ago it began.
     pub age: Duration,
-    /// Bytes of page versions committed after it that the flusher cannot retire while it lives.
+    /// What it keeps from being retired while it lives: the distinct pages changed after it
+    /// (their versions stay in memory, a page changed many times counted once) times the page
+    /// size, plus the journal bytes of the transactions committed after it (their files stay on
+    /// disk until the flusher can pass it).
     pub pinned_bytes: u64,
 }
 

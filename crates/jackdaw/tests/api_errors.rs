@@ -500,7 +500,7 @@ fn pinned_page_versions_over_the_cap_refuse_new_writers() {
     tx.put(&t, b"a", b"2").unwrap();
     tx.commit().unwrap();
     match env.write().map(|_| ()) {
-        Err(Error::PinnedLimit { pinned_bytes, cap_bytes }) => assert!(pinned_bytes > cap_bytes && cap_bytes == 1),
+        Err(Error::PinnedLimit { pinned_bytes, cap_bytes, .. }) => assert!(pinned_bytes > cap_bytes && cap_bytes == 1),
         other => panic!("a writer while an old reader pins versions: {other:?}"),
     }
     assert_eq!(r.get(&t, b"a").unwrap().unwrap().as_ref(), b"1");

@@ -43,14 +43,17 @@ pub(crate) fn bitmap_page(page_size: usize, k: u64) -> u64 {
     }
 }
 
-/// Size the file grows to so that it holds `need` bytes: doubling up to 1 GiB, then 1 GiB steps.
-pub(crate) fn grown_len(current: u64, need: u64, page_size: u64) -> u64 {
-    const GIB: u64 = 1 << 30;
-    let mut len = current.max(page_size * 64);
-    while len < need {
-        len = if len < GIB { len * 2 } else { len + GIB };
-    }
-    len
+/// Size of a new data file that holds `need` bytes: at least 64 pages.
+pub(crate) fn initial_len(need: u64, page_size: u64) -> u64 {
+    need.max(page_size * 64)
+}
+
+/// Pages a file of `pages` pages grows by: double it while under 2,048 pages (8 MiB at 4 KiB
+/// pages), then 2,048 pages, then an eighth once that is more. In bounded steps, so that a full
+/// disk is met near the end of the space (a doubling step asked for up to 1 GiB at a time and
+/// failed with megabytes still free), and a big file stays within an eighth of its contents.
+pub(crate) fn grow_step(pages: u64) -> u64 {
+    (pages / 8).max(pages.min(2048))
 }
 
 /// A mapping of the data file plus the set of pages already verified through it.
@@ -157,11 +160,20 @@ impl DataFile {
         self.map.read().clone()
     }
 
-    /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped.
+    /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped: a `grow_step` past
+    /// the current end (or to `pages` if that is further); when the disk has no room for the
+    /// step, exactly `pages` (a full disk fails only when even that does not fit).
     pub(crate) fn ensure_pages(&self, pages: u64) -> Result<()> {
-        let need =
-            pages.checked_mul(self.page_size as u64).ok_or_else(|| Error::Invalid("database too large".into()))?;
-        self.grow(need, |cur| grown_len(cur, need, self.page_size as u64))
+        let ps = self.page_size as u64;
+        let need = pages.checked_mul(ps).ok_or_else(|| Error::Invalid("database too large".into()))?;
+        let step = |cur: u64| {
+            let cur_pages = cur / ps;
+            cur_pages.saturating_add(grow_step(cur_pages)).max(pages).saturating_mul(ps)
+        };
+        match self.grow(need, step) {
+            Err(e) if e.is_disk_full() => self.grow(need, |_| need),
+            r => r,
+        }
     }
 
     /// Grow the file to `pages` pages exactly, if it is shorter (the flusher's growth ahead of the

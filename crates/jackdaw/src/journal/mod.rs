@@ -13,8 +13,10 @@
 
 pub(crate) mod record;
 pub(crate) mod recovery;
+pub(crate) mod space;
 pub(crate) mod writer;
 
+pub(crate) use space::Space;
 pub(crate) use writer::Journal;
 
 use std::path::{Path, PathBuf};

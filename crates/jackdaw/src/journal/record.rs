@@ -425,6 +425,11 @@ pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
 }
 
 /// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
+/// Length of the record `frame` makes of `c` (header, payload, padding to a block).
+pub(crate) fn record_len(c: &Compressed) -> u64 {
+    ((HEADER_LEN + c.stored.len()).div_ceil(BLOCK) * BLOCK) as u64
+}
+
 pub(crate) fn frame(
     out: &mut AlignedBuf,
     txid: u64,

@@ -53,24 +53,33 @@ pub(crate) struct ScanEnd {
     pub verified: BTreeSet<u64>,
 }
 
+/// Files open at once while the journal is read: the scan moves forward through the
+/// generations, looking one ahead, so two suffice; however many files the journal has, recovery
+/// needs no more descriptors than this.
+const OPEN_FILES: usize = 2;
+
 struct Files<'a> {
     storage: &'a dyn Storage,
     paths: &'a BTreeMap<u64, PathBuf>,
-    open: HashMap<u64, (Arc<dyn StorageFile>, u64)>,
+    /// The files opened last, most recent at the end (at most `OPEN_FILES`).
+    open: Vec<(u64, Arc<dyn StorageFile>, u64)>,
     verified: BTreeSet<u64>,
 }
 
 impl Files<'_> {
     fn get(&mut self, generation: u64) -> Result<Option<(Arc<dyn StorageFile>, u64)>> {
-        if let Some(f) = self.open.get(&generation) {
-            return Ok(Some(f.clone()));
+        if let Some((_, f, len)) = self.open.iter().find(|(g, _, _)| *g == generation) {
+            return Ok(Some((f.clone(), *len)));
         }
         let Some(p) = self.paths.get(&generation) else {
             return Ok(None);
         };
+        if self.open.len() >= OPEN_FILES {
+            self.open.remove(0);
+        }
         let f = self.storage.open(p, OpenMode::ReadWrite).ctx("open journal for recovery")?;
         let len = f.len().ctx("journal length")?;
-        self.open.insert(generation, (f.clone(), len));
+        self.open.push((generation, f.clone(), len));
         Ok(Some((f, len)))
     }
 
@@ -114,7 +123,7 @@ pub(crate) fn scan(
     header: &Header,
     mut visit: impl FnMut(&RecordHeader, &[u8]) -> Result<()>,
 ) -> Result<ScanEnd> {
-    let mut files = Files { storage, paths, open: HashMap::new(), verified: BTreeSet::new() };
+    let mut files = Files { storage, paths, open: Vec::new(), verified: BTreeSet::new() };
     let mut pos = JournalPos { generation: header.journal_gen, offset: header.journal_offset };
     let mut expected = header.flushed_txid + 1;
     let mut next_page = header.next_page;

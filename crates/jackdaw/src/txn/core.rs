@@ -3,7 +3,7 @@
 use super::alloc::AllocSummary;
 use super::page_table::PageTable;
 use crate::data::{DataFile, Header};
-use crate::journal::{Journal, JournalPos};
+use crate::journal::{Journal, JournalPos, Space};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::storage::LockGuard;
@@ -20,10 +20,11 @@ use std::time::Duration;
 pub(crate) struct TxRecord {
     pub txid: u64,
     pub pages: Vec<u64>,
-    pub bytes: u64,
     pub next_page: u64,
     /// Journal position just after this transaction's record (set once it is written).
     pub journal_end: Option<JournalPos>,
+    /// Length of its journal record (set once it is written).
+    pub journal_bytes: u64,
 }
 
 /// The committed state readers and the writer start from.
@@ -99,6 +100,9 @@ pub(crate) struct Core {
     pub journal_dir: PathBuf,
     pub data: DataFile,
     pub journal: Mutex<Journal>,
+    /// The journal's files: where the next record goes. Lock order: `journal` before `space`
+    /// when both are held (only `stats` and `check` hold both).
+    pub space: Mutex<Space>,
     /// Signalled after every append: prepared transactions wait here for their turn.
     pub journal_cv: Condvar,
     pub table: PageTable,
@@ -168,6 +172,20 @@ impl Core {
 
     pub(crate) fn committed(&self) -> Committed {
         *self.committed.lock()
+    }
+
+    /// What readers keep from being retired, counted against `Options::max_pinned_bytes`: page
+    /// versions in memory plus the journal records not yet flushed (their files stay on disk).
+    pub(crate) fn pinned_bytes(&self) -> u64 {
+        self.table.bytes() + Counters::get(&self.counters.journal_unflushed_bytes)
+    }
+
+    /// The age of the oldest live read transaction, if any.
+    pub(crate) fn oldest_reader_age(&self) -> Option<Duration> {
+        let now = self.opts.clock.now();
+        let r = self.readers.lock();
+        let oldest = r.oldest()?;
+        r.slots.iter().flatten().filter(|(t, _)| *t == oldest).map(|(_, start)| now.saturating_sub(*start)).max()
     }
 
     /// Whether enough is unflushed to flush now: journal bytes written since the last flush past

@@ -14,6 +14,7 @@
 //!    journal files that hold only records `<= T`.
 
 use super::core::Core;
+use crate::data::file::grow_step;
 use crate::data::Header;
 use crate::error::IoContext;
 use crate::journal::Journal;
@@ -135,8 +136,13 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     *header = next;
     core.flushed_txid.store(target, std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
-    core.txlog.lock().retain(|t| t.txid > target);
-    let doomed = core.journal.lock().retire(target);
+    {
+        let mut log = core.txlog.lock();
+        let flushed: u64 = log.iter().take_while(|t| t.txid <= target).map(|t| t.journal_bytes).sum();
+        log.retain(|t| t.txid > target);
+        core.counters.journal_unflushed_bytes.fetch_sub(flushed, std::sync::atomic::Ordering::Relaxed);
+    }
+    let doomed = core.space.lock().retire(target);
     for p in doomed {
         core.opts.storage.remove(&p).ctx("remove retired journal")?;
     }
@@ -152,18 +158,12 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     Ok(())
 }
 
-/// Pages the flusher adds to a file of `pages` pages: double it while under 16 MiB (at 4 KiB pages;
-/// as a commit would), then an eighth, at least 2,048 pages.
-pub(crate) fn grow_step(pages: u64) -> u64 {
-    (pages / 8).max(pages.min(2048))
-}
-
 /// Grow the data file ahead of the writer (by `grow_step`: an eighth of a big file) when its
-/// high-water mark is past 7/8 of the file. A commit that grows the file syncs it, and that sync also writes whatever the flusher
-/// has written to the file and not synced yet: 3-6 ms per growth in `examples/rndtx 10000 buff`,
-/// in the commit. Here, on the background thread (woken by the commit that passes the mark), no
-/// commit waits; and in eighths a big file stays within an eighth of what it would be (a
-/// commit's growth doubles it). Only the background thread does this: a `Manual` environment's calls stay
+/// high-water mark is past 7/8 of the file. A commit that grows the file syncs it, and that sync
+/// also writes whatever the flusher has written to the file and not synced yet: 3-6 ms per growth
+/// in `examples/rndtx 10000 buff`, in the commit. Here, on the background thread (woken by the
+/// commit that passes the mark), no commit waits. Only the background thread does this: a
+/// `Manual` environment's calls stay
 /// exactly those its caller asked for (the fault tests count on it). A full disk is not an error
 /// here (nothing refers to the new pages; the commit that needs them reports it); a failed sync
 /// is (`grow_to` says `Poisoned`).

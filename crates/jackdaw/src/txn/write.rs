@@ -26,6 +26,7 @@ use super::read::{PageRef, View};
 use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
 use crate::journal::record::{self, PayloadBuilder};
+use crate::journal::space::Slot;
 use crate::journal::Journal;
 use crate::options::{Durability, FlusherMode, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
@@ -96,11 +97,12 @@ impl PageTxn {
         refuse_if_held(core)?;
         core.check_writable()?;
         let cap = core.opts.max_pinned_bytes;
-        if core.table.bytes() > cap {
+        if core.pinned_bytes() > cap {
             flusher::flush_once(core)?;
-            let pinned = core.table.bytes();
+            let pinned = core.pinned_bytes();
             if pinned > cap {
-                return Err(Error::PinnedLimit { pinned_bytes: pinned, cap_bytes: cap });
+                let oldest_reader_age = core.oldest_reader_age();
+                return Err(Error::PinnedLimit { pinned_bytes: pinned, cap_bytes: cap, oldest_reader_age });
             }
         }
         let guard = if wait {
@@ -521,11 +523,17 @@ impl PageTxn {
             time: std::time::Duration::ZERO,
         };
         let payload = record::compress(payload)?;
-        let ps = core.page_size as u64;
+        // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
+        // A full disk or no descriptor fails this commit alone; nothing is published yet.
+        let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
+            if e.poison {
+                core.poison(&e.error);
+            }
+            e.error
+        })?;
         pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
-        let n = versions.len();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
             let r = core.readers.lock();
@@ -543,9 +551,9 @@ impl PageTxn {
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos,
-            bytes: n as u64 * ps,
             next_page: self.next_page,
             journal_end: None,
+            journal_bytes: 0,
         });
         *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
         *core.prepared.lock() = Committed { txid, next_page: self.next_page };
@@ -554,7 +562,7 @@ impl PageTxn {
             txid: Some(txid),
             base: self.base.txid,
             next_page: self.next_page,
-            payload: Some(payload),
+            payload: Some((slot, payload)),
             durability: self.durability,
             stats,
             t0,
@@ -656,7 +664,7 @@ pub(crate) struct Prepared {
     txid: Option<u64>,
     base: u64,
     next_page: u64,
-    payload: Option<record::Compressed>,
+    payload: Option<(Slot, record::Compressed)>,
     durability: Durability,
     stats: CommitStats,
     t0: std::time::Instant,
@@ -682,7 +690,7 @@ impl Prepared {
     pub(crate) fn finish(mut self) -> Result<CommitStats> {
         self.done = true;
         let core = &self.core;
-        let (Some(txid), Some(payload)) = (self.txid, self.payload.as_ref()) else {
+        let (Some(txid), Some((slot, payload))) = (self.txid, self.payload.take()) else {
             // Nothing written: a `Sync` empty commit still makes earlier records durable.
             if self.durability == Durability::Sync {
                 let mut j = core.journal.lock();
@@ -704,11 +712,13 @@ impl Prepared {
                 core.journal_cv.notify_all();
                 return Err(Error::Poisoned("an earlier journal write failed".into()));
             }
-            let r = j.append(txid, self.next_page, payload, self.durability);
+            let r = j.append(slot, self.next_page, &payload, self.durability);
             if let Ok(a) = &r {
                 for t in core.txlog.lock().iter_mut().rev() {
                     if t.txid == txid {
                         t.journal_end = Some(a.end);
+                        t.journal_bytes = a.written_len;
+                        Counters::add(&core.counters.journal_unflushed_bytes, a.written_len);
                         break;
                     }
                 }

@@ -7,7 +7,16 @@
 //! - `Eio`: the call fails with `EIO` and does nothing (a write writes nothing);
 //! - `Enospc`: a write writes its first half (rounded down to 512 bytes), then fails with
 //!   `ENOSPC`; `allocate` and growing `set_len` fail with `ENOSPC` and do nothing;
-//! - `ShortRead`: a read fills half the buffer and fails with `UnexpectedEof`.
+//! - `ShortRead`: a read fills half the buffer and fails with `UnexpectedEof`;
+//! - `DiskFull`: `ENOSPC` where a full file system says it: growth (`allocate`, growing
+//!   `set_len`) and writes to a file being created (`TmpFile`: a `*.tmp` file, the zeros of a new
+//!   journal file); not writes into space a file already has (a preallocated journal file, the
+//!   data file's allocated pages), which a real file system does not refuse. `heal` frees the
+//!   space again.
+//!
+//! Every call on a file whose name ends in `.tmp` (a file not in place yet, which nothing refers
+//! to: the zeros of a new journal file, a new data file) is of kind `TmpFile`: its failure fails
+//! the operation that needed the file and poisons nothing.
 //!
 //! Transient: only call `at` fails. Persistent: call `at` and every later call it applies to
 //! fail: `Eio` every call (the device is gone), `Enospc` every write and growth (the disk is
@@ -35,6 +44,7 @@ pub enum Call {
     Lock,
     Read,
     Write,
+    TmpFile,
     Len,
     SetLenGrow,
     SetLenShrink,
@@ -47,7 +57,7 @@ impl Call {
     /// The faults injected at a call of this kind.
     pub fn faults(self) -> &'static [Fault] {
         match self {
-            Call::Write => &[Fault::Eio, Fault::Enospc],
+            Call::Write | Call::TmpFile => &[Fault::Eio, Fault::Enospc],
             Call::Allocate | Call::SetLenGrow => &[Fault::Enospc],
             Call::Read => &[Fault::ShortRead],
             _ => &[Fault::Eio],
@@ -65,13 +75,15 @@ pub enum Fault {
     Eio,
     Enospc,
     ShortRead,
+    DiskFull,
 }
 
 impl Fault {
     fn applies(self, c: Call) -> bool {
         match self {
             Fault::Eio => true,
-            Fault::Enospc => matches!(c, Call::Write | Call::Allocate | Call::SetLenGrow),
+            Fault::Enospc => matches!(c, Call::Write | Call::TmpFile | Call::Allocate | Call::SetLenGrow),
+            Fault::DiskFull => matches!(c, Call::TmpFile | Call::Allocate | Call::SetLenGrow),
             Fault::ShortRead => c == Call::Read,
         }
     }
@@ -95,6 +107,10 @@ struct Inner {
     failed: AtomicU64,
     /// Every read: (file, offset, length).
     reads: Mutex<Vec<(std::path::PathBuf, u64, usize)>>,
+    /// No more faults (`heal`).
+    healed: std::sync::atomic::AtomicBool,
+    /// `DiskFull` on every call it applies to (`set_disk_full`), besides the plan.
+    full: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -124,6 +140,8 @@ impl FaultStorage {
                 fired: Mutex::new(None),
                 failed: AtomicU64::new(0),
                 reads: Mutex::new(Vec::new()),
+                healed: std::sync::atomic::AtomicBool::new(false),
+                full: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -137,6 +155,19 @@ impl FaultStorage {
     pub fn reads(&self) -> Vec<(std::path::PathBuf, u64, usize)> {
         self.st.reads.lock().unwrap().clone()
     }
+    /// Inject no more faults from now on (the disk has room again, the device is back).
+    pub fn heal(&self) {
+        self.st.healed.store(true, Ordering::SeqCst);
+        self.st.full.store(false, Ordering::SeqCst);
+    }
+    /// From now on, until `heal`, the disk is full (`Fault::DiskFull`).
+    pub fn set_disk_full(&self) {
+        self.st.full.store(true, Ordering::SeqCst);
+    }
+    /// Calls made so far (the index the next call gets).
+    pub fn call_count(&self) -> u64 {
+        self.st.n.load(Ordering::SeqCst)
+    }
     pub fn failed_calls(&self) -> u64 {
         self.st.failed.load(Ordering::SeqCst)
     }
@@ -145,6 +176,14 @@ impl FaultStorage {
     fn decide(&self, c: Call) -> Option<Fault> {
         let i = self.st.n.fetch_add(1, Ordering::SeqCst);
         self.st.calls.lock().unwrap().push(c);
+        if self.st.full.load(Ordering::SeqCst) && Fault::DiskFull.applies(c) {
+            self.st.failed.fetch_add(1, Ordering::SeqCst);
+            self.st.fired.lock().unwrap().get_or_insert((i, c));
+            return Some(Fault::DiskFull);
+        }
+        if self.st.healed.load(Ordering::SeqCst) {
+            return None;
+        }
         let p = self.st.plan?;
         let hit = (i == p.at && p.fault.applies(c)) || (p.persistent && i > p.at && p.fault.applies(c));
         // A call at `at` of another kind than the dry run's: fail it anyway with EIO (the caller
@@ -169,13 +208,14 @@ impl FaultStorage {
     fn simple(&self, c: Call) -> io::Result<()> {
         match self.decide(c) {
             None => Ok(()),
-            Some(Fault::Enospc) => Err(os(libc::ENOSPC)),
+            Some(Fault::Enospc | Fault::DiskFull) => Err(os(libc::ENOSPC)),
             Some(_) => Err(os(libc::EIO)),
         }
     }
 
     fn wrap(&self, path: &Path, f: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        Arc::new(FaultFile { s: self.clone(), f, path: path.to_path_buf() })
+        let tmp = path.to_string_lossy().ends_with(".tmp");
+        Arc::new(FaultFile { s: self.clone(), f, path: path.to_path_buf(), tmp })
     }
 }
 
@@ -226,13 +266,28 @@ struct FaultFile {
     s: FaultStorage,
     f: Arc<dyn StorageFile>,
     path: std::path::PathBuf,
+    /// A `*.tmp` file: every call is `Call::TmpFile`.
+    tmp: bool,
 }
 
 impl FaultFile {
+    /// The kind of call `c` on this file.
+    fn kind(&self, c: Call) -> Call {
+        if self.tmp {
+            Call::TmpFile
+        } else {
+            c
+        }
+    }
+
+    fn simple(&self, c: Call) -> io::Result<()> {
+        self.s.simple(self.kind(c))
+    }
+
     fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        match self.s.decide(Call::Write) {
+        match self.s.decide(self.kind(Call::Write)) {
             None => self.f.write_all_at(data, offset),
-            Some(Fault::Enospc) => {
+            Some(Fault::Enospc | Fault::DiskFull) => {
                 let half = (data.len() / 2) / 512 * 512;
                 if half > 0 {
                     self.f.write_all_at(&data[..half], offset)?;
@@ -268,24 +323,24 @@ impl StorageFile for FaultFile {
         self.write(&v, offset)
     }
     fn len(&self) -> io::Result<u64> {
-        self.s.simple(Call::Len)?;
+        self.simple(Call::Len)?;
         self.f.len()
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         let cur = self.f.len()?;
-        self.s.simple(if len > cur { Call::SetLenGrow } else { Call::SetLenShrink })?;
+        self.simple(if len > cur { Call::SetLenGrow } else { Call::SetLenShrink })?;
         self.f.set_len(len)
     }
     fn allocate(&self, len: u64) -> io::Result<()> {
-        self.s.simple(Call::Allocate)?;
+        self.simple(Call::Allocate)?;
         self.f.allocate(len)
     }
     fn sync_data(&self, site: SyncSite) -> io::Result<()> {
-        self.s.simple(Call::Sync)?;
+        self.simple(Call::Sync)?;
         self.f.sync_data(site)
     }
     fn sync_all(&self, site: SyncSite) -> io::Result<()> {
-        self.s.simple(Call::Sync)?;
+        self.simple(Call::Sync)?;
         self.f.sync_all(site)
     }
     fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>> {

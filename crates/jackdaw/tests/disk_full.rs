@@ -1,0 +1,215 @@
+//! A full disk (faults issue §4). The rule (DURABILITY.md §4): a failure before any byte of a
+//! record reached a journal file fails that commit only, and the next commit, once there is room
+//! again, succeeds; a failed write or sync of a record poisons the environment.
+//!
+//! - With the fault-injection storage: the disk fills (growth and new files refused with `ENOSPC`,
+//!   writes into space a file already has still work, as on a real file system) while commits
+//!   rotate journal files or grow the data file, in each durability mode. The failing commit
+//!   returns `Error::Io` with `is_disk_full()`, the environment is not poisoned, and after `heal`
+//!   the next commit succeeds; reopened, the database holds exactly the acknowledged commits.
+//! - On a real small file system (a 24 MiB tmpfs mounted for the test; skipped, with a message,
+//!   where mounting is not allowed): commits until the disk is full, a ballast file removed, more
+//!   commits, reopen: every acknowledged key is there and `check()` is clean.
+
+mod common;
+mod fault;
+
+use fault::inject::{Call, FaultStorage};
+use jackdaw::internals::MemStorage;
+use jackdaw::{Durability, Env, Error, FlusherMode, Options};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const DIR: &str = "/full/db";
+
+/// Pseudo-random bytes (incompressible).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Grows {
+    /// Small commits: the journal needs new files.
+    Journal,
+    /// Big commits whose pages are written once: the data file grows.
+    DataFile,
+}
+
+/// One commit of `n` values of `len` bytes under keys `first..first + n`.
+fn commit(env: &Env, first: u64, n: u64, len: usize, d: Durability) -> Result<(), Error> {
+    let mut tx = env.write()?;
+    tx.set_durability(d);
+    let t = match tx.open_tree("t")? {
+        Some(t) => t,
+        None => tx.create_tree("t")?,
+    };
+    for k in first..first + n {
+        tx.put(&t, k.to_be_bytes(), noise(k, len))?;
+    }
+    tx.commit().map(|_| ())
+}
+
+fn full_disk_case(grows: Grows, d: Durability) {
+    let what = format!("{grows:?} {d:?}");
+    let mem = MemStorage::new();
+    let fs = FaultStorage::new(mem.clone(), None);
+    let opts = Options::default()
+        .storage(Arc::new(fs.clone()))
+        .flusher(FlusherMode::Manual)
+        .journal_file_bytes(64 << 10)
+        .write_once_min_pages(16);
+    let env = Env::open(DIR, opts).unwrap();
+    let (n, len) = match grows {
+        Grows::Journal => (4, 3000),
+        Grows::DataFile => (400, 3000),
+    };
+    let mut acked: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut next = 0u64;
+    commit(&env, next, n, len, d).unwrap();
+    acked.extend((next..next + n).map(|k| (k, len)));
+    next += n;
+    fs.set_disk_full();
+    let mut failed = None;
+    for _ in 0..200 {
+        match commit(&env, next, n, len, d) {
+            Ok(()) => acked.extend((next..next + n).map(|k| (k, len))),
+            Err(e) => {
+                failed = Some(e);
+                next += n;
+                break;
+            }
+        }
+        next += n;
+    }
+    let e = failed.unwrap_or_else(|| panic!("{what}: no commit met the full disk"));
+    assert!(e.is_disk_full(), "{what}: the failed commit says {e}, not a full disk");
+    let fired = fs.fired().map(|(_, c)| c);
+    let expect: &[Call] = match grows {
+        Grows::Journal => &[Call::TmpFile],
+        Grows::DataFile => &[Call::Allocate, Call::SetLenGrow],
+    };
+    assert!(fired.is_some_and(|c| expect.contains(&c)), "{what}: the full disk was met at {fired:?}");
+    // Not poisoned: a transaction begins; once the space is freed, the next commits succeed.
+    let tx = env.write().unwrap_or_else(|e| panic!("{what}: write() after a full disk: {e}"));
+    tx.abort();
+    fs.heal();
+    for _ in 0..3 {
+        commit(&env, next, n, len, d).unwrap_or_else(|e| panic!("{what}: commit after the disk was freed: {e}"));
+        acked.extend((next..next + n).map(|k| (k, len)));
+        next += n;
+    }
+    env.flush().unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env.close().unwrap();
+    // Reopened: exactly the acknowledged commits.
+    let env = Env::open(DIR, Options::default().storage(Arc::new(mem)).flusher(FlusherMode::Manual)).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    let got: Vec<u64> =
+        r.range(&t, ..).unwrap().map(|e| u64::from_be_bytes(e.unwrap().0.as_ref().try_into().unwrap())).collect();
+    assert_eq!(got, acked.keys().copied().collect::<Vec<_>>(), "{what}: keys after reopen");
+    for (k, l) in acked.iter().step_by(7) {
+        assert_eq!(r.get(&t, k.to_be_bytes()).unwrap().unwrap().as_ref(), noise(*k, *l).as_slice(), "{what}: key {k}");
+    }
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    println!("{what}: the full disk failed one commit at {fired:?}; {} keys acknowledged, all there", acked.len());
+}
+
+#[test]
+fn a_full_disk_fails_the_commit_that_needs_room_and_the_next_one_succeeds() {
+    for grows in [Grows::Journal, Grows::DataFile] {
+        for d in [Durability::Sync, Durability::Buffered, Durability::None] {
+            full_disk_case(grows, d);
+        }
+    }
+}
+
+/// A tmpfs mounted for the test, unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(path: &Path, size: &str) -> Result<Mount, String> {
+        std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Mount(path.to_path_buf()))
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_full_small_file_system_loses_nothing_and_recovers_when_space_is_freed() {
+    let at = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("tmpfs-full-{}", std::process::id()));
+    let mount = match Mount::tmpfs(&at, "24m") {
+        Ok(m) => m,
+        Err(why) => {
+            println!("SKIPPED: cannot mount a small tmpfs here ({why}); the fault-injection test covers the rule");
+            return;
+        }
+    };
+    let dir = mount.0.join("db");
+    let ballast = mount.0.join("ballast");
+    std::fs::write(&ballast, vec![1u8; 4 << 20]).unwrap();
+    let opts = Options::default().journal_file_bytes(1 << 20);
+    let env = Env::open(&dir, opts.clone()).unwrap();
+    let mut acked = 0u64;
+    let mut full = None;
+    // 40 keys of 2 KiB a commit: ~80 KiB, until the disk is full.
+    for i in 0..2000u64 {
+        match commit(&env, i * 40, 40, 2000, Durability::Sync) {
+            Ok(()) => acked = (i + 1) * 40,
+            Err(e) => {
+                full = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (at_commit, e) = full.expect("24 MiB filled without a full-disk error");
+    println!("disk full at commit {at_commit} ({acked} keys acknowledged): {e}");
+    assert!(e.is_disk_full(), "the failure is a full disk, not {e}");
+    assert!(!matches!(e, Error::Poisoned(_)));
+    std::fs::remove_file(&ballast).unwrap();
+    // Room again: the next commits succeed (the one that failed wrote nothing).
+    let mut after = acked;
+    for i in 0..10u64 {
+        let first = 1_000_000 + i * 40;
+        commit(&env, first, 40, 2000, Durability::Sync)
+            .unwrap_or_else(|e| panic!("commit {i} after freeing space: {e}"));
+        after += 40;
+    }
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env.close().unwrap();
+    let env = Env::open(&dir, opts).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    let n = r.range(&t, ..).unwrap().count() as u64;
+    assert_eq!(n, after, "keys after reopen");
+    assert!(r.get(&t, (acked - 1).to_be_bytes()).unwrap().is_some());
+    assert!(r.get(&t, acked.to_be_bytes()).unwrap().is_none(), "the failed commit left nothing");
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env.close().unwrap();
+    drop(mount);
+}
