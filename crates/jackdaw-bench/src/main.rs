@@ -31,7 +31,7 @@ struct Args {
 
     /// Workloads, comma-separated: names (fill-seq-sync, read-rnd-cold, ...), WORKLOADS.md groups
     /// (fill-seq, read-parallel-N, read-*-cold, fill-rnd-tx, fill-seq-tx, fill-rnd-1m,
-    /// large-values, free-space-control, commit-syscalls, disk), `*` globs, or `all` (default).
+    /// large-values, free-space-control, commit-syscalls, commit-snapshots (Jackdaw only), disk), `*` globs, or `all` (default).
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
 

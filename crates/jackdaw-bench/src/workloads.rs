@@ -28,6 +28,9 @@ pub struct Sizes {
     pub large_big_n: u64,
     /// commit-syscalls: measured commits.
     pub syscall_commits: u64,
+    /// commit-snapshots: measured commits in each phase, and snapshots held open in the second.
+    pub snapshot_commits: u64,
+    pub snapshots: u64,
     /// disk limits: latency samples and sequential bytes.
     pub disk_iters: u64,
     pub disk_seq_bytes: u64,
@@ -46,6 +49,8 @@ impl Sizes {
             large_small_n: 1_000,
             large_big_n: 10,
             syscall_commits: 1_000,
+            snapshot_commits: 10_000,
+            snapshots: 10_000,
             disk_iters: 2_000,
             disk_seq_bytes: 1 << 30,
             settle_ms: 10_000,
@@ -61,6 +66,8 @@ impl Sizes {
             large_small_n: 100,
             large_big_n: 1,
             syscall_commits: 200,
+            snapshot_commits: 2_000,
+            snapshots: 10_000,
             disk_iters: 500,
             disk_seq_bytes: 256 << 20,
             settle_ms: 10_000,
@@ -76,6 +83,8 @@ impl Sizes {
             large_small_n: 20,
             large_big_n: 1,
             syscall_commits: 10,
+            snapshot_commits: 50,
+            snapshots: 100,
             disk_iters: 10,
             disk_seq_bytes: 8 << 20,
             settle_ms: 1_000,
@@ -112,6 +121,9 @@ pub enum Workload {
     LargeValues,
     FreeSpaceControl,
     CommitSyscalls,
+    /// Jackdaw only (the harness cannot hold other engines' snapshots): commit p50 with none and
+    /// with many open snapshots (faults issue §6).
+    CommitSnapshots,
 }
 
 impl Workload {
@@ -138,6 +150,7 @@ impl Workload {
             Workload::LargeValues,
             Workload::FreeSpaceControl,
             Workload::CommitSyscalls,
+            Workload::CommitSnapshots,
         ]);
         v
     }
@@ -159,6 +172,7 @@ impl Workload {
             Workload::LargeValues => "large-values".into(),
             Workload::FreeSpaceControl => "free-space-control".into(),
             Workload::CommitSyscalls => "commit-syscalls".into(),
+            Workload::CommitSnapshots => "commit-snapshots".into(),
         }
     }
 
@@ -179,6 +193,7 @@ impl Workload {
             Workload::LargeValues => "large-values",
             Workload::FreeSpaceControl => "free-space-control",
             Workload::CommitSyscalls => "commit-syscalls",
+            Workload::CommitSnapshots => "commit-snapshots",
         }
     }
 
@@ -350,6 +365,7 @@ impl Ctx {
             Workload::LargeValues => self.large_values(kind)?,
             Workload::FreeSpaceControl => vec![self.free_space_control(kind)?],
             Workload::CommitSyscalls => vec![self.commit_syscalls(kind)?],
+            Workload::CommitSnapshots => self.commit_snapshots(kind)?.into_iter().collect(),
         };
         Ok(rows)
     }
@@ -740,6 +756,84 @@ impl Ctx {
         }
         row.notes = notes.join("; ");
         Ok(row)
+    }
+}
+
+impl Ctx {
+    /// commit-snapshots (Jackdaw only; no row for the others): small commits (10 puts of 100
+    /// bytes, `Durability::None`, manual flusher, so the figure is the engine's own work per
+    /// commit) timed first with no reader, then with `snapshots` read transactions open, begun
+    /// between the first commits of the phase so that they hold many distinct snapshot ids. The
+    /// row's latency is the second phase's; the notes give both p50s and their ratio (faults issue
+    /// §6: within 1.2x).
+    fn commit_snapshots(&mut self, kind: Kind) -> Result<Option<Row>> {
+        if kind != Kind::Jackdaw {
+            return Ok(None);
+        }
+        use jackdaw::{Durability, Env, FlusherMode, Options};
+        let name = Workload::CommitSnapshots.name();
+        let (n, snaps) = (self.sizes.snapshot_commits, self.sizes.snapshots);
+        let dir = self.fresh_dir(&name, kind)?;
+        let env = Env::open(&dir, Options::default().durability(Durability::None).flusher(FlusherMode::Manual))?;
+        let mut tx = env.write()?;
+        let tree = tx.create_tree("t")?;
+        tx.commit()?;
+        let pb = self.bar(4 * n, format!("{name} {}", kind.name()));
+        let mut key = 0u64;
+        let mut phase = |held: &mut Vec<jackdaw::ReadTxn>, open: u64| -> Result<Vec<Duration>> {
+            let mut t = Vec::with_capacity(n as usize);
+            let per = open.div_ceil(n.min(open.max(1)));
+            for _ in 0..n {
+                let mut tx = env.write()?;
+                for _ in 0..10 {
+                    tx.put(&tree, key.to_be_bytes(), [7u8; VALUE_LEN])?;
+                    key += 1;
+                }
+                let t0 = Instant::now();
+                tx.commit()?;
+                t.push(t0.elapsed());
+                for _ in 0..per {
+                    if (held.len() as u64) < open {
+                        held.push(env.read()?);
+                    }
+                }
+                pb.inc(1);
+            }
+            Ok(t)
+        };
+        let mut held = Vec::new();
+        // A warm-up phase (the tree's first pages, the allocator), then the one timed.
+        let _ = phase(&mut held, 0)?;
+        let mut none = phase(&mut held, 0)?;
+        // Open the snapshots (spread over commits), then time a phase with all of them open.
+        let _ = phase(&mut held, snaps)?;
+        let t0 = Instant::now();
+        let mut with = phase(&mut held, snaps)?;
+        let el = t0.elapsed();
+        pb.finish();
+        let distinct = {
+            let mut ids: Vec<u64> = held.iter().map(|r| r.txid().get()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
+        };
+        let open = held.len();
+        drop(held);
+        env.close()?;
+        let (a, b) = (Latency::of(&mut none), Latency::of(&mut with));
+        let mut row =
+            make_row(&name, kind, Some(Mode::None), n * 10, n, el, Measured::default(), Some(disk_usage(&dir)));
+        row.latency = b;
+        if let (Some(a), Some(b)) = (a, b) {
+            row.notes = format!(
+                "commit p50 {:.1} us with 0 snapshots, {:.1} us with {open} open ({distinct} distinct ids): {:.2}x",
+                a.p50_us,
+                b.p50_us,
+                b.p50_us / a.p50_us
+            );
+        }
+        self.done_with(&dir);
+        Ok(Some(row))
     }
 }
 

@@ -51,7 +51,7 @@
 //! | Value of a plain tree | [`MAX_VALUE_SIZE`] (any page size) | 4 GiB − 1 (4,294,967,295 bytes) | [`Error::ValueTooLarge`] `{ limit: `[`Limit::Value`]`, .. }` |
 //! | One value of a multi-value tree | [`max_key_size`]`(ps)` (values are keys of a nested tree) | 2,001 bytes | [`Error::ValueTooLarge`] `{ limit: `[`Limit::MultiValue`]`, .. }` |
 //! | Tree name | [`max_tree_name`]`(ps)` | 1,953 bytes (and not empty: [`Error::Invalid`]) | [`Error::TreeNameTooLong`] |
-//! | Transaction | its journal record's payload (page images and diffs, before compression) ≤ 4 GiB − 1 | same | [`Error::TransactionTooLarge`] at commit: split it |
+//! | Transaction | its journal record's payload (page images and diffs, before compression) ≤ 4 GiB − 1; existing pages it changes ≤ (4 GiB − 1) / (`ps` + 16) (1,044,472 at 4 KiB pages: their images could pass the record's limit), refused as soon as one more is changed | same | [`Error::TransactionTooLarge`] (at the change past the page count, else at commit): split it |
 //! | Page size | a power of two in 4,096..=65,536, fixed at creation | — | [`Error::Invalid`] from [`Env::open`] |
 //!
 //! Layers, bottom up (dependencies point one way):

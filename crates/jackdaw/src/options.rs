@@ -134,6 +134,9 @@ pub struct Options {
     pub(crate) write_once_min_pages: usize,
     pub(crate) max_dirty_pages: usize,
     pub(crate) flush_log: bool,
+    /// The largest record payload (`u32::MAX`, what the record header can say; lower only in
+    /// tests, through `max_record_bytes`).
+    pub(crate) max_record_bytes: u64,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
 }
@@ -153,6 +156,7 @@ impl Default for Options {
             write_once_min_pages: 64,
             max_dirty_pages: 8192,
             flush_log: false,
+            max_record_bytes: u32::MAX as u64,
             storage: Arc::new(FsStorage),
             clock: Arc::new(SystemClock::default()),
         }
@@ -227,6 +231,14 @@ impl Options {
         /// of the tests.
         fn storage(mut self, s: Arc<dyn Storage>) -> Self {
             self.storage = s;
+            self
+        }
+    }
+    internals_pub! {
+        /// The largest journal record payload (feature `internals`; default and ceiling
+        /// `u32::MAX`): tests of the transaction size limit set a small one.
+        fn max_record_bytes(mut self, b: u64) -> Self {
+            self.max_record_bytes = b.min(u32::MAX as u64);
             self
         }
     }

@@ -103,3 +103,52 @@ fn page_sizes_outside_the_documented_range_are_invalid() {
         Env::open(&dir, Options::default().page_size(ps)).unwrap();
     }
 }
+
+/// A transaction that changes more existing pages than one record could carry as images is
+/// refused at the change past that count, before the rest of the memory is spent, not at commit
+/// (faults issue §5). The record limit is lowered to 1 MiB (`Options::max_record_bytes`, feature
+/// `internals`) so that the edge is 255 pages of 4 KiB (1 MiB / (4,096 + 16)); the environment
+/// goes on, and a transaction under the limit commits.
+#[test]
+fn a_transaction_too_big_for_one_record_fails_early() {
+    let dir = tmpdir("limits-record");
+    let max = 1u64 << 20;
+    let env = Env::open(&dir, test_opts().max_record_bytes(max)).unwrap();
+    // 600 values of 1,500 bytes: two to a leaf, ~300 leaves.
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..600u32 {
+        tx.put(&t, i.to_be_bytes(), vec![1u8; 1500]).unwrap();
+    }
+    tx.commit().unwrap();
+    let edge = max / (4096 + 16);
+    let mut tx = env.write().unwrap();
+    let mut refused_at = None;
+    for i in 0..600u32 {
+        match tx.put(&t, i.to_be_bytes(), vec![2u8; 1500]) {
+            Ok(()) => {}
+            Err(Error::TransactionTooLarge { bytes, max: m }) => {
+                assert_eq!(m, max);
+                assert!(bytes > max, "{bytes}");
+                refused_at = Some(i);
+                break;
+            }
+            Err(e) => panic!("put {i}: {e}"),
+        }
+    }
+    let i = refused_at.expect("a rewrite of every leaf passes the record limit");
+    // Two values to a leaf (plus a branch page and the descriptor): refused near 2 x the edge.
+    assert!((i as u64) < 2 * edge + 8 && (i as u64) > edge, "refused at put {i}, edge {edge} pages");
+    drop(tx);
+    // Under the limit: fine.
+    let mut tx = env.write().unwrap();
+    for i in 0..100u32 {
+        tx.put(&t, i.to_be_bytes(), vec![3u8; 1500]).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = env.read().unwrap();
+    assert_eq!(r.get(&t, 0u32.to_be_bytes()).unwrap().unwrap().as_ref(), vec![3u8; 1500].as_slice());
+    assert_eq!(r.get(&t, 500u32.to_be_bytes()).unwrap().unwrap().as_ref(), vec![1u8; 1500].as_slice());
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}

@@ -406,12 +406,33 @@ pub(crate) struct Compressed {
 /// compressing a few KiB rarely saves a block, and costs CPU on the commit path.
 pub(crate) const COMPRESS_MIN: usize = 64 << 10;
 
+/// Whether a large payload is worth compressing whole: eight 64 KiB samples spread over it must
+/// save at least 1/8 together. Compressing a big incompressible payload only to throw the result
+/// away cost time and, for a moment, as much memory again as the payload (faults issue §5: a
+/// 262 MiB record). Payloads up to 1 MiB are simply tried.
+fn sample_compresses(raw: &[u8]) -> bool {
+    const SAMPLE: usize = 64 << 10;
+    if raw.len() <= 1 << 20 {
+        return true;
+    }
+    let step = (raw.len() - SAMPLE) / 7;
+    let (mut inn, mut out) = (0usize, 0usize);
+    for i in 0..8 {
+        let part = &raw[i * step..i * step + SAMPLE];
+        inn += part.len();
+        out += lz4_flex::block::compress(part).len();
+    }
+    out < inn - inn / 8
+}
+
 /// Compress a payload (done before the record's place in the journal is known).
-pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
+pub(crate) fn compress(payload: PayloadBuilder, max: u64) -> Result<Compressed> {
     let raw = payload.buf;
     let raw_len = u32::try_from(raw.len())
-        .map_err(|_| Error::TransactionTooLarge { bytes: raw.len() as u64, max: u32::MAX as u64 })?;
-    let (stored, flags) = if raw.len() >= COMPRESS_MIN {
+        .ok()
+        .filter(|l| u64::from(*l) <= max)
+        .ok_or(Error::TransactionTooLarge { bytes: raw.len() as u64, max: max.min(u32::MAX as u64) })?;
+    let (stored, flags) = if raw.len() >= COMPRESS_MIN && sample_compresses(&raw) {
         let c = lz4_flex::block::compress(&raw);
         if c.len() < raw.len() - raw.len() / 8 {
             (c, FLAG_LZ4)
@@ -424,21 +445,20 @@ pub(crate) fn compress(payload: PayloadBuilder) -> Result<Compressed> {
     Ok(Compressed { stored, flags, raw_len, page_count: payload.count, full_bytes: payload.full_bytes })
 }
 
-/// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
 /// Length of the record `frame` makes of `c` (header, payload, padding to a block).
 pub(crate) fn record_len(c: &Compressed) -> u64 {
     ((HEADER_LEN + c.stored.len()).div_ceil(BLOCK) * BLOCK) as u64
 }
 
-pub(crate) fn frame(
-    out: &mut AlignedBuf,
+/// The header of the record `frame` makes of `c`, and its encoded bytes.
+pub(crate) fn header(
     txid: u64,
     generation: u64,
     db_id: u64,
     next_page: u64,
     synced_through: u64,
     c: &Compressed,
-) -> RecordHeader {
+) -> (RecordHeader, [u8; HEADER_LEN]) {
     let mut h = RecordHeader {
         txid,
         generation,
@@ -452,10 +472,26 @@ pub(crate) fn frame(
         checksum: 0,
     };
     h.checksum = h.compute_checksum(&c.stored);
+    let mut b = [0u8; HEADER_LEN];
+    b[..CHECKSUM_AT].copy_from_slice(&h.encode_prefix()[..CHECKSUM_AT]);
+    b[CHECKSUM_AT..HEADER_LEN].copy_from_slice(&h.checksum.to_le_bytes());
+    (h, b)
+}
+
+/// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
+pub(crate) fn frame(
+    out: &mut AlignedBuf,
+    txid: u64,
+    generation: u64,
+    db_id: u64,
+    next_page: u64,
+    synced_through: u64,
+    c: &Compressed,
+) -> RecordHeader {
+    let (h, head) = header(txid, generation, db_id, next_page, synced_through, c);
     out.reset(h.record_len() as usize);
     let buf = out.as_mut_slice();
-    buf[..HEADER_LEN].copy_from_slice(&h.encode_prefix());
-    buf[CHECKSUM_AT..HEADER_LEN].copy_from_slice(&h.checksum.to_le_bytes());
+    buf[..HEADER_LEN].copy_from_slice(&head);
     buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
     buf[HEADER_LEN + c.stored.len()..].fill(0);
     h
@@ -463,7 +499,20 @@ pub(crate) fn frame(
 
 /// Check a record read from a file of `generation` (bytes start at the header; at least
 /// `record_len` bytes must be present) and return its payload, decompressed.
+#[cfg(test)]
 pub(crate) fn verify_and_decode(h: &RecordHeader, bytes: &[u8], generation: u64, db_id: u64) -> Option<Vec<u8>> {
+    verify_and_decode_owned(h, bytes.to_vec(), generation, db_id)
+}
+
+/// `verify_and_decode` of a record read into `bytes`, which it consumes: an uncompressed payload
+/// is returned in the same buffer (moved down over the header, not copied), so a record of
+/// 1 GiB costs 1 GiB at recovery, not 2 (faults issue §5).
+pub(crate) fn verify_and_decode_owned(
+    h: &RecordHeader,
+    mut bytes: Vec<u8>,
+    generation: u64,
+    db_id: u64,
+) -> Option<Vec<u8>> {
     if h.generation != generation || h.db_id != db_id {
         return None;
     }
@@ -481,7 +530,9 @@ pub(crate) fn verify_and_decode(h: &RecordHeader, bytes: &[u8], generation: u64,
         }
         lz4_flex::block::decompress(stored, h.raw_len as usize).ok().filter(|v| v.len() == h.raw_len as usize)
     } else if h.flags == 0 && h.raw_len == h.stored_len {
-        Some(stored.to_vec())
+        bytes.truncate(end);
+        bytes.drain(..HEADER_LEN);
+        Some(bytes)
     } else {
         None
     }
@@ -568,7 +619,9 @@ mod tests {
 
     fn roundtrip(p: &PayloadBuilder) -> (RecordHeader, Vec<u8>) {
         let mut out = AlignedBuf::default();
-        let c = compress(PayloadBuilder { buf: p.buf.clone(), count: p.count, full_bytes: p.full_bytes }).unwrap();
+        let c =
+            compress(PayloadBuilder { buf: p.buf.clone(), count: p.count, full_bytes: p.full_bytes }, u32::MAX as u64)
+                .unwrap();
         let h = frame(&mut out, 5, 2, 99, 1000, 4, &c);
         assert_eq!(out.as_slice().len() % BLOCK, 0);
         assert_eq!(out.as_slice().as_ptr() as usize % BLOCK, 0);
@@ -640,7 +693,7 @@ mod tests {
         let mut p = PayloadBuilder::default();
         p.add_page(9, &page(5, ps), None);
         let mut out = AlignedBuf::default();
-        let h = frame(&mut out, 1, 1, 1, 10, 0, &compress(p).unwrap());
+        let h = frame(&mut out, 1, 1, 1, 10, 0, &compress(p, u32::MAX as u64).unwrap());
         let bytes = out.as_slice().to_vec();
         // Wrong generation or database: not a live record.
         assert!(verify_and_decode(&h, &bytes, 2, 1).is_none());

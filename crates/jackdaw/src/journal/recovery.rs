@@ -108,7 +108,7 @@ impl Files<'_> {
             bytes.resize(rl as usize, 0);
             f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64).ctx("read journal")?;
         }
-        let found = record::verify_and_decode(&h, &bytes, pos.generation, db_id).map(|p| (h, p));
+        let found = record::verify_and_decode_owned(&h, bytes, pos.generation, db_id).map(|p| (h, p));
         if found.is_some() {
             self.verified.insert(pos.generation);
         }

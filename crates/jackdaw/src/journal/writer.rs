@@ -32,6 +32,10 @@ use std::sync::Arc;
 /// Appends that leave more files than this with unsynced records sync them first (invariant 6).
 const MAX_UNSYNCED_FILES: usize = 4;
 
+/// Records whose payload is at least this long are written from the payload itself
+/// (`append_large`), not copied into the aligned buffer.
+const LARGE_RECORD: usize = 1 << 20;
+
 /// A record placed but not yet handed to the OS (`Durability::None`).
 struct Pending {
     file: Arc<dyn StorageFile>,
@@ -150,6 +154,9 @@ impl Journal {
                 self.last_txid
             )));
         }
+        if payload.stored.len() >= LARGE_RECORD {
+            return self.append_large(slot, next_page, payload, durability);
+        }
         let h = record::frame(&mut self.buf, txid, slot.generation, self.db_id, next_page, self.durable_txid, payload);
         let len = h.record_len();
         if len != slot.len {
@@ -159,9 +166,7 @@ impl Journal {
         self.last_txid = txid;
         let end = JournalPos { generation: slot.generation, offset: offset + len };
         let (direct, buffered) = (slot.direct.clone(), slot.buffered.clone());
-        Counters::add(&self.counters.journal_bytes_raw, h.raw_len as u64);
-        Counters::add(&self.counters.journal_bytes_stored, len);
-        Counters::add(&self.counters.journal_bytes_full, payload.full_bytes);
+        self.count(&h, len, payload);
         match durability {
             Durability::None => {
                 self.pending.push(Pending { file: buffered, offset, bytes: self.buf.as_slice().to_vec(), txid });
@@ -191,6 +196,44 @@ impl Journal {
             self.sync_dirty()?;
         }
         Ok(Appended { end, written_len: len })
+    }
+
+    fn count(&self, h: &record::RecordHeader, len: u64, payload: &Compressed) {
+        Counters::add(&self.counters.journal_bytes_raw, h.raw_len as u64);
+        Counters::add(&self.counters.journal_bytes_stored, len);
+        Counters::add(&self.counters.journal_bytes_full, payload.full_bytes);
+    }
+
+    /// A record of `LARGE_RECORD` bytes or more: written through the page cache straight from the
+    /// payload (header, payload and padding as three slices), never copied into an aligned
+    /// buffer first (a 262 MiB record cost 262 MiB more memory that way), then synced for a
+    /// `Sync` commit. Earlier deferred records go first; a `None` record is written at once
+    /// (sooner than asked, which promises nothing more).
+    fn append_large(
+        &mut self,
+        slot: Slot,
+        next_page: u64,
+        payload: &Compressed,
+        durability: Durability,
+    ) -> Result<Appended> {
+        let (h, head) = record::header(slot.txid, slot.generation, self.db_id, next_page, self.durable_txid, payload);
+        let len = h.record_len();
+        if len != slot.len {
+            return Err(Error::Invalid("internal: a journal record's length changed after its reservation".into()));
+        }
+        self.last_txid = slot.txid;
+        self.count(&h, len, payload);
+        self.write_pending()?;
+        let pad = vec![0u8; (len as usize) - head.len() - payload.stored.len()];
+        let slices = [IoSlice::new(&head), IoSlice::new(&payload.stored), IoSlice::new(&pad)];
+        slot.buffered.write_vectored_at(&slices, slot.offset).ctx("journal write (large record)")?;
+        Counters::add(&self.counters.journal_writes, 1);
+        self.written_txid = slot.txid;
+        self.mark_dirty(&slot.buffered);
+        if durability == Durability::Sync {
+            self.sync_dirty()?;
+        }
+        Ok(Appended { end: JournalPos { generation: slot.generation, offset: slot.offset + len }, written_len: len })
     }
 
     /// Files that hold records still to be written or synced (and so stay open).

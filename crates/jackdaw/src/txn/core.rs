@@ -44,13 +44,20 @@ pub(crate) struct Readers {
     pub slots: Vec<Option<(u64, Duration)>>,
     free: Vec<usize>,
     by_txid: std::collections::BTreeMap<u64, usize>,
+    /// `by_txid`'s keys as a list, built when a commit asks and kept until the set of distinct
+    /// ids changes, so that commits with many open snapshots do not copy them each time.
+    ids: Option<Arc<[u64]>>,
     /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
     pub write_txns: usize,
 }
 
 impl Readers {
     pub(crate) fn add(&mut self, txid: u64, now: Duration) -> usize {
-        *self.by_txid.entry(txid).or_default() += 1;
+        let n = self.by_txid.entry(txid).or_default();
+        if *n == 0 {
+            self.ids = None;
+        }
+        *n += 1;
         if let Some(i) = self.free.pop() {
             self.slots[i] = Some((txid, now));
             i
@@ -66,12 +73,24 @@ impl Readers {
             *e.get_mut() -= 1;
             if *e.get() == 0 {
                 e.remove();
+                self.ids = None;
             }
         }
     }
     /// The distinct snapshot ids of the live readers, in increasing order.
+    #[cfg(test)]
     pub(crate) fn txids(&self) -> impl Iterator<Item = u64> + '_ {
         self.by_txid.keys().copied()
+    }
+    /// The distinct snapshot ids of the live readers, in increasing order, shared (rebuilt only
+    /// after the set changed).
+    pub(crate) fn txid_list(&mut self) -> Arc<[u64]> {
+        if let Some(ids) = &self.ids {
+            return ids.clone();
+        }
+        let ids: Arc<[u64]> = self.by_txid.keys().copied().collect();
+        self.ids = Some(ids.clone());
+        ids
     }
     /// Live read transactions.
     pub(crate) fn live(&self) -> usize {
@@ -244,6 +263,7 @@ mod tests {
             want.sort_unstable();
             want.dedup();
             assert_eq!(r.txids().collect::<Vec<_>>(), want);
+            assert_eq!(&*r.txid_list(), want.as_slice());
             assert_eq!(r.oldest(), want.first().copied());
             assert_eq!(r.live(), live.len());
         }

@@ -89,6 +89,8 @@ pub(crate) struct PageTxn {
     /// Pages the last spill wrote, and spilled pages changed again since then.
     last_spill: u64,
     reloaded: u64,
+    /// Pages of the base state copied into `dirty` (rewritten), for the record size limit.
+    rewritten: u64,
 }
 
 impl PageTxn {
@@ -132,6 +134,7 @@ impl PageTxn {
             limit: core.opts.max_dirty_pages,
             last_spill: 0,
             reloaded: 0,
+            rewritten: 0,
         })
     }
 
@@ -224,6 +227,17 @@ impl PageTxn {
                         return Err(Error::Invalid(format!(
                             "page {pgno} is not an allocated page of this transaction"
                         )));
+                    }
+                    // Fail early (faults issue §5): a rewritten page is journaled, as a diff or
+                    // an image of at most `ENTRY_HEADER + page_size` bytes, and one record carries
+                    // at most `u32::MAX` bytes of payload. Past the count whose images could pass
+                    // it, refuse now, before more memory is spent (a 4.5 GB rewrite used to reach
+                    // 16.5 GB of memory before failing at commit).
+                    self.rewritten += 1;
+                    let entry = (record::ENTRY_HEADER + self.core.page_size) as u64;
+                    let max = self.core.opts.max_record_bytes;
+                    if self.rewritten * entry > max {
+                        return Err(Error::TransactionTooLarge { bytes: self.rewritten * entry, max });
                     }
                     let base = self.base.page(&self.core, pgno)?;
                     let buf = self.core.table.copy_of(&base);
@@ -522,7 +536,7 @@ impl PageTxn {
             journal_bytes_written: 0,
             time: std::time::Duration::ZERO,
         };
-        let payload = record::compress(payload)?;
+        let payload = record::compress(payload, core.opts.max_record_bytes)?;
         // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
         // A full disk or no descriptor fails this commit alone; nothing is published yet.
         let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
@@ -536,13 +550,8 @@ impl PageTxn {
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
-            let r = core.readers.lock();
-            let visible = core.committed().txid;
-            let mut v: Vec<u64> = r.txids().collect();
-            v.push(visible);
-            v.sort_unstable();
-            v.dedup();
-            (visible, v)
+            let mut r = core.readers.lock();
+            (core.committed().txid, r.txid_list())
         };
         core.table.publish(txid, versions, visible, &needed);
         // The pages written once are in the file: their buffers serve the next transactions (a
