@@ -296,7 +296,18 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
     flusher::flush_once(core)?;
     let last = core.committed().txid;
     // A failed journal write or sync poisons, here too (so that a second `close` is not `Ok`).
-    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))
+    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))?;
+    // Everything is in the data file (unless a live snapshot held the flush back): the journal's
+    // files are of no further use, so a closed database is its data file alone. No directory
+    // sync: a file that comes back after a power loss holds only flushed records, and opening
+    // retires it (DURABILITY §3).
+    if core.flushed_txid.load(Ordering::Acquire) >= last {
+        let doomed = core.space.lock().release_all(last);
+        for p in doomed {
+            core.opts.storage.remove(&p).ctx("remove journal file at close").inspect_err(|e| core.poison(e))?;
+        }
+    }
+    Ok(())
 }
 
 fn new_db_id(opts: &Options) -> u64 {

@@ -333,6 +333,24 @@ impl Space {
         Ok(false)
     }
 
+    /// At close, once every record up to `flushed_txid` (the last) is in the data file: every
+    /// journal file, the current one included, for the caller to delete; the journal is left
+    /// with no file (a later use would start a new one). Nothing if a file still holds a record
+    /// past `flushed_txid`.
+    #[must_use = "the returned files must be deleted"]
+    pub(crate) fn release_all(&mut self, flushed_txid: u64) -> Vec<PathBuf> {
+        let cur_done = self.cur.as_ref().is_none_or(|c| c.last_txid <= flushed_txid);
+        if !cur_done || self.live.iter().any(|f| f.last_txid > flushed_txid) {
+            return Vec::new();
+        }
+        let mut doomed: Vec<PathBuf> = self.recyclable.drain(..).map(|(_, p)| p).collect();
+        doomed.extend(self.live.drain(..).map(|f| path(&self.dir, f.generation)));
+        if let Some(c) = self.cur.take() {
+            doomed.push(path(&self.dir, c.generation));
+        }
+        doomed
+    }
+
     /// Retire the full files whose records are all `<= flushed_txid` (the header says so durably).
     /// Up to `files_kept` are kept for recycling; the paths of the others are returned, for the
     /// caller to delete once it has released the journal lock (unlinking a 16 MiB file took up to
@@ -345,7 +363,9 @@ impl Space {
         while self.live.front().is_some_and(|f| f.last_txid <= flushed_txid) {
             let Some(f) = self.live.pop_front() else { break };
             let p = path(&self.dir, f.generation);
-            if self.recyclable.len() < self.files_kept {
+            // A file made bigger than `file_bytes` for one huge record is not kept: it would
+            // hold its disk space for good, reused by records of any size.
+            if self.recyclable.len() < self.files_kept && f.len <= self.file_bytes {
                 self.recyclable.push((0, p));
             } else {
                 doomed.push(p);
