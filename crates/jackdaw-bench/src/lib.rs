@@ -22,6 +22,7 @@ pub mod gen;
 pub mod measure;
 pub mod report;
 pub mod workloads;
+pub mod ycsb;
 
 use anyhow::{bail, Context, Result};
 use engine::Kind;
