@@ -107,6 +107,16 @@ impl ReadOps for R<'_> {
         }
         Ok(n)
     }
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        let mut st = self.conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k LIMIT ?2")?;
+        let mut rows = st.query((lo, limit as i64))?;
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            f(row.get_ref(0)?.as_blob()?, row.get_ref(1)?.as_blob()?)?;
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl Engine for SqliteEngine {
@@ -141,6 +151,10 @@ impl Engine for SqliteEngine {
         res?;
         end?;
         Ok(())
+    }
+
+    fn concurrency(&self) -> &'static str {
+        "writes: one transaction per operation on the one writer connection, taken in turn (a mutex); reads: one pooled connection per concurrent reader"
     }
 
     fn close(self: Box<Self>) -> Result<()> {
