@@ -20,8 +20,9 @@ enum VerifyArg {
 }
 
 /// Benchmark Jackdaw against LMDB, redb, SQLite (WAL) and RocksDB on the workloads of
-/// WORKLOADS.md. Prints one table per workload (ops/s, ratio to the best peer, device bytes per
-/// op, device flushes per transaction, database size, commit latency, Jackdaw's journal figures).
+/// WORKLOADS.md. Prints one summary table (workload × engine: ratio to the best peer); with
+/// --verbose, one table per workload (ops/s, ratio to the best peer, device bytes per op, device
+/// flushes per transaction, database size, commit latency, Jackdaw's journal figures).
 #[derive(Debug, Parser)]
 #[command(name = "jackdaw-bench", version, args_conflicts_with_subcommands = true)]
 struct Args {
@@ -71,6 +72,16 @@ struct Args {
     /// /proc/sys/vm/drop_caches is writable.
     #[arg(long)]
     fadvise: bool,
+
+    /// Never drop the whole machine's page cache: the cold reads drop only the database files'
+    /// pages (posix_fadvise), as --fadvise does.
+    #[arg(long)]
+    no_drop_caches: bool,
+
+    /// Print every workload's full table (device bytes, sizes, latency, Jackdaw's journal
+    /// figures) as it finishes; the summary table alone otherwise.
+    #[arg(long)]
+    verbose: bool,
 
     /// Do not run strace for commit-syscalls (engine counters and device figures only).
     #[arg(long)]
@@ -356,10 +367,11 @@ fn main() -> Result<()> {
             VerifyArg::Full => Verify::Full,
         },
         progress: !a.no_progress && std::io::stderr().is_terminal(),
-        cold: if a.fadvise { ColdMethod::Fadvise } else { ColdMethod::Auto },
+        cold: if a.fadvise || a.no_drop_caches { ColdMethod::Fadvise } else { ColdMethod::Auto },
         strace_exe,
         keep: a.keep,
         print: true,
+        verbose: a.verbose,
         repeat: a.repeat as usize,
     };
     jackdaw_bench::engines::jackdaw::set_io_log(a.io_log);

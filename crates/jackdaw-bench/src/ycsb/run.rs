@@ -627,7 +627,7 @@ pub fn run(cfg: &YcsbConfig) -> Result<YcsbReport> {
     if cfg.print {
         println!("# jackdaw-bench ycsb\n");
         println!(
-            "seed {} · {} records · {} operations{} · workloads {} · threads {:?} · durability {} · dir {} ({})",
+            "seed {} · {} records · {} operations{}\nworkloads {} · threads {:?} · durability {}\ndir {} ({})",
             cfg.seed,
             first.record_count,
             first.operation_count,
@@ -640,8 +640,9 @@ pub fn run(cfg: &YcsbConfig) -> Result<YcsbReport> {
         );
         if cfg.drop_caches {
             println!(
-                "The page cache is dropped before each pass (as root: echo 3 > /proc/sys/vm/drop_caches, \
-                 the whole machine's; otherwise posix_fadvise on the database files). --no-drop-caches keeps it."
+                "The page cache is dropped before each pass: the whole machine's as root\n\
+                 (echo 3 > /proc/sys/vm/drop_caches), else the database files' pages (posix_fadvise).\n\
+                 --no-drop-caches keeps it."
             );
         }
         println!();
