@@ -175,7 +175,7 @@ pub fn detail(rep: &YcsbReport) -> String {
         }
     }
     let _ = writeln!(s, "### Load\n");
-    let head: Vec<String> = ["engine", "records", "rec/s", "vs best", "s", "db size", "live", "disk÷live", "dev B/insert", "verified"]
+    let head: Vec<String> = ["engine", "records", "rec/s", "vs best", "s", "db size", "live", "disk÷live", "dev B/insert", "verified", "files"]
         .iter()
         .map(|x| x.to_string())
         .collect();
@@ -194,6 +194,7 @@ pub fn detail(rep: &YcsbReport) -> String {
                 format!("{:.2}", l.disk_per_live),
                 l.device_bytes_per_insert.map_or_else(|| "-".into(), bytes),
                 l.verified.to_string(),
+                l.files.iter().map(|(n, b)| format!("{n} {}", bytes(*b as f64))).collect::<Vec<_>>().join(", "),
             ]
         })
         .collect();
@@ -286,7 +287,7 @@ fn throughput_chart(rep: &YcsbReport, w: &str, m: &str, path: &Path) -> Result<(
         .y_label_area_size(70)
         .build_cartesian_2d(0.5f64..max_t + 0.5, 0f64..max_y)
         .map_err(svg_err)?;
-    ch.configure_mesh().x_desc("threads").y_desc("ops/s").y_label_formatter(&|y| si(*y)).draw().map_err(svg_err)?;
+    ch.configure_mesh().light_line_style(WHITE).x_desc("threads").y_desc("ops/s").y_label_formatter(&|y| si(*y)).draw().map_err(svg_err)?;
     for (i, e) in rep.engines.iter().enumerate() {
         let pts: Vec<(f64, f64)> = rep
             .threads
@@ -330,6 +331,7 @@ fn latency_chart(rep: &YcsbReport, w: &str, m: &str, t: usize, path: &Path) -> R
         .map_err(svg_err)?;
     let names = ["p50", "p95", "p99", "p99.9", "max"];
     ch.configure_mesh()
+        .light_line_style(WHITE)
         .x_labels(5)
         .x_label_formatter(&|x| {
             let i = x.round();

@@ -100,6 +100,8 @@ pub struct LoadRow {
     pub device_bytes_per_insert: Option<f64>,
     /// Records read back by key and found equal to what was loaded.
     pub verified: u64,
+    /// Space on disk per file of the database directory (data file, journal, WAL, ...).
+    pub files: Vec<(String, u64)>,
 }
 
 /// One workload's run phase on one engine in one pass.
@@ -126,6 +128,8 @@ pub struct RunRow {
     pub device_bytes_per_write_op: Option<f64>,
     /// `maxexecutiontime` ended the run before `operationcount`.
     pub timed_out: bool,
+    /// Space on disk per file of the closed database directory after this workload.
+    pub files: Vec<(String, u64)>,
 }
 
 impl RunRow {
@@ -171,6 +175,28 @@ pub struct YcsbReport {
     pub runs: Vec<RunRow>,
     pub failures: Vec<YcsbFailure>,
     pub total_secs: f64,
+}
+
+/// Space on disk of each entry of `dir` (allocated blocks), largest first.
+fn file_sizes(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let p = e.path();
+                    let n = if p.is_dir() {
+                        device::disk_usage(&p)
+                    } else {
+                        use std::os::unix::fs::MetadataExt;
+                        e.metadata().map(|m| m.blocks() * 512).unwrap_or(0)
+                    };
+                    (e.file_name().to_string_lossy().to_string(), n)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
 }
 
 fn copy_dir(src: &Path, dst: &Path) -> Result<()> {
@@ -417,6 +443,7 @@ fn load(kind: Kind, spec: &Spec, dir: &Path, seed: u64, dev: Option<&BlockDev>, 
     let m = win.end();
     pb.finish();
     let db_bytes = device::disk_usage(dir);
+    let files = file_sizes(dir);
     // Read every record back by key from a reopened database.
     let e = kind.open(dir, Mode::Buff)?;
     let mut verified = 0u64;
@@ -448,6 +475,7 @@ fn load(kind: Kind, spec: &Spec, dir: &Path, seed: u64, dev: Option<&BlockDev>, 
         disk_per_live: db_bytes as f64 / live.max(1) as f64,
         device_bytes_per_insert: m.dev_bytes.map(|b| b as f64 / n.max(1) as f64),
         verified,
+        files,
     })
 }
 
@@ -477,6 +505,7 @@ fn run_workload(
     let live = live_bytes(e.as_ref())?;
     e.close()?;
     let db_bytes = device::disk_usage(dir);
+    let files = file_sizes(dir);
     let mut all = hist();
     let mut hists: Vec<Histogram<u64>> = (0..5).map(|_| hist()).collect();
     let (mut nf, mut scanned, mut ops) = ([0u64; 5], 0, 0);
@@ -518,6 +547,7 @@ fn run_workload(
             _ => None,
         },
         timed_out,
+        files,
     })
 }
 
