@@ -534,9 +534,9 @@ mod tests {
         }
         let zetan = zeta_static(0, items, ZIPFIAN_CONSTANT, 0.0);
         // Items 0 and 1 are exact in Gray's method: P(i) = (1/(i+1)^θ) / zeta(n).
-        for i in 0..2 {
+        for (i, c) in counts.iter().enumerate().take(2) {
             let p = 1.0 / ((i + 1) as f64).powf(ZIPFIAN_CONSTANT) / zetan;
-            let f = counts[i] as f64 / n as f64;
+            let f = *c as f64 / n as f64;
             assert!((f - p).abs() <= tol(p, n as f64), "item {i}: {f} vs closed form {p} (± {})", tol(p, n as f64));
         }
         // Beyond them Gray's method is an approximation of Zipf's law (item 2 comes out ~16%
@@ -546,10 +546,10 @@ mod tests {
         let alpha = 1.0 / (1.0 - ZIPFIAN_CONSTANT);
         let u_of = |x: f64| ((x / items as f64).powf(1.0 / alpha) - 1.0 + eta) / eta;
         let low = (1.0 + 0.5f64.powf(ZIPFIAN_CONSTANT)) / zetan;
-        for i in 2..10 {
+        for (i, c) in counts.iter().enumerate().take(10).skip(2) {
             let (a, b) = (u_of(i as f64).max(low), u_of(i as f64 + 1.0).max(low));
             let p = (b - a).max(0.0);
-            let f = counts[i] as f64 / n as f64;
+            let f = *c as f64 / n as f64;
             assert!((f - p).abs() <= tol(p, n as f64), "item {i}: {f} vs Gray's closed form {p}");
         }
     }

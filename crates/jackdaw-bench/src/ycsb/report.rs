@@ -317,7 +317,7 @@ fn latency_chart(rep: &YcsbReport, w: &str, m: &str, t: usize, path: &Path) -> R
             .unwrap_or_default()
     };
     let all: Vec<f64> =
-        rep.runs.iter().filter(|r| r.workload == w && r.mode == m && r.threads == t).flat_map(|r| pts_of(r)).map(|p| p.1).collect();
+        rep.runs.iter().filter(|r| r.workload == w && r.mode == m && r.threads == t).flat_map(&pts_of).map(|p| p.1).collect();
     let lo = all.iter().copied().fold(f64::MAX, f64::min).max(0.01) / 1.5;
     let hi = all.iter().copied().fold(0.0, f64::max).max(lo * 10.0) * 1.5;
     let root = SVGBackend::new(path, (640, 400)).into_drawing_area();

@@ -276,6 +276,9 @@ pub fn load_keys(spec: &Spec, n: u64) -> Vec<String> {
     (0..n.min(spec.insert_count.max(0) as u64)).map(|i| spec.key(spec.insert_start + i as i64)).collect()
 }
 
+/// A decoded record: (field name, value) in stored order.
+type Record = Vec<(String, Vec<u8>)>;
+
 struct ThreadOut {
     hists: Vec<Histogram<u64>>,
     all: Histogram<u64>,
@@ -315,7 +318,7 @@ fn run_phase(
                     let mut buf = Vec::with_capacity(2048);
                     let mut enc = Vec::with_capacity(2048);
                     // Read the record of `key` and decode it (YCSB's read, all fields).
-                    let read = |key: &str, buf: &mut Vec<u8>| -> Result<Option<Vec<(String, Vec<u8>)>>> {
+                    let read = |key: &str, buf: &mut Vec<u8>| -> Result<Option<Record>> {
                         let mut found = false;
                         e.read(&mut |rd| {
                             found = rd.get_into(key.as_bytes(), buf)?;
@@ -520,7 +523,7 @@ fn run_workload(
     }
     let mut latency = Vec::new();
     for k in OpKind::ALL {
-        if hists[k.index()].len() > 0 {
+        if !hists[k.index()].is_empty() {
             latency.push(OpStats::of(k.name(), &hists[k.index()], nf[k.index()]));
         }
     }
