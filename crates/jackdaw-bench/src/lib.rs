@@ -4,7 +4,8 @@
 //! Layout: [`engine`] (the trait), [`engines`] (one adapter per engine), [`workloads`] (every
 //! workload, by its WORKLOADS.md name), [`disk`] (the disk's physical limits), [`device`] and
 //! [`measure`] (block-device counters, page-cache dropping, windows, progress), [`report`]
-//! (tables, SVG charts, JSON), [`gen`] (seeded keys and values).
+//! (tables, SVG charts, JSON), [`gen`] (seeded keys and values), [`ycsb`] (YCSB's workloads A–F:
+//! its generators, CoreWorkload, the runs and their report; `jackdaw-bench ycsb`).
 //!
 //! Every engine's run of a workload starts after a `sync()` and on a quiet device
 //! (`device::settle`), so that no engine pays (in time or in device bytes) for the write-back of

@@ -125,7 +125,7 @@ enum Command {
 /// best peer); `--verbose` adds latency per operation type, sizes and device bytes.
 #[derive(Debug, clap::Args)]
 struct YcsbArgs {
-    /// A YCSB property file (YCSB's own `workloada` … work unchanged); repeatable. Unknown
+    /// A YCSB property file (YCSB's own `workloada` … `workloadf` run unchanged); repeatable. Unknown
     /// property names are reported.
     #[arg(long = "workload-file", value_name = "FILE")]
     workload_file: Vec<PathBuf>,
