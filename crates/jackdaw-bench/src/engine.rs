@@ -159,6 +159,36 @@ pub trait ReadOps {
     /// Visit the pairs with `lo <= key < hi` (no upper bound when `hi` is `None`) in key order;
     /// returns how many were visited.
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64>;
+    /// Visit at most `limit` pairs with `lo <= key`, in key order (YCSB's scan: a start key and a
+    /// record count); returns how many were visited. The default stops [`ReadOps::scan`] early;
+    /// adapters override it with their iterator's own limit.
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        #[derive(Debug)]
+        struct Stop;
+        impl std::fmt::Display for Stop {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("scan limit reached")
+            }
+        }
+        impl std::error::Error for Stop {}
+        if limit == 0 {
+            return Ok(0);
+        }
+        let mut n = 0u64;
+        let res = self.scan(lo, None, &mut |k, v| {
+            f(k, v)?;
+            n += 1;
+            if n >= limit {
+                return Err(anyhow::Error::new(Stop));
+            }
+            Ok(())
+        });
+        match res {
+            Ok(_) => Ok(n),
+            Err(e) if e.is::<Stop>() => Ok(n),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// An open database of one engine, holding one ordered key-value table.
@@ -173,6 +203,16 @@ pub trait Engine: Send + Sync {
     /// Engine-internal counters (cumulative since open), where the engine has them.
     fn counters(&self) -> Vec<(String, u64)> {
         Vec::new()
+    }
+    /// Write one key as a transaction of its own, callable from many threads at once (YCSB's
+    /// insert and update). The default runs [`Engine::write`]; Jackdaw submits a `WriteBatch`,
+    /// which its merger groups with the other threads' batches into shared commits.
+    fn put_one(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write(&mut |w| w.put(key, value)).map(|_| ())
+    }
+    /// How this adapter serves concurrent writers and readers (the YCSB report states it).
+    fn concurrency(&self) -> &'static str {
+        ""
     }
     /// A short description of how the engine does I/O, where it says.
     fn info(&self) -> String {

@@ -4,7 +4,8 @@
 //! Layout: [`engine`] (the trait), [`engines`] (one adapter per engine), [`workloads`] (every
 //! workload, by its WORKLOADS.md name), [`disk`] (the disk's physical limits), [`device`] and
 //! [`measure`] (block-device counters, page-cache dropping, windows, progress), [`report`]
-//! (tables, SVG charts, JSON), [`gen`] (seeded keys and values).
+//! (tables, SVG charts, JSON), [`gen`] (seeded keys and values), [`ycsb`] (YCSB's workloads A–F:
+//! its generators, CoreWorkload, the runs and their report; `jackdaw-bench ycsb`).
 //!
 //! Every engine's run of a workload starts after a `sync()` and on a quiet device
 //! (`device::settle`), so that no engine pays (in time or in device bytes) for the write-back of
@@ -22,6 +23,7 @@ pub mod gen;
 pub mod measure;
 pub mod report;
 pub mod workloads;
+pub mod ycsb;
 
 use anyhow::{bail, Context, Result};
 use engine::Kind;
@@ -50,8 +52,11 @@ pub struct Config {
     pub strace_exe: Option<PathBuf>,
     /// Keep the databases after the run.
     pub keep: bool,
-    /// Print the tables on stdout as workloads finish.
+    /// Print on stdout: the summary table at the end, and with `verbose` every workload's
+    /// table as it finishes.
     pub print: bool,
+    /// Print every workload's full table (the summary alone otherwise).
+    pub verbose: bool,
     /// Rounds of each workload whose earlier rounds took under `REPEAT_UNDER_SECS` in all (each
     /// engine's median round is reported); 1 = every workload runs once.
     pub repeat: usize,
@@ -154,6 +159,14 @@ pub fn run(cfg: &Config) -> Result<Report> {
     if cfg.print {
         println!("# jackdaw-bench\n");
         print!("{}", report::header(&rep));
+        let cold = cfg.workloads.iter().any(|w| w.name().ends_with("-cold"));
+        if cold && cfg.cold == ColdMethod::Auto {
+            println!(
+                "The read-*-cold workloads drop the page cache before each cold read: the whole machine's\n\
+                 (echo 3 > /proc/sys/vm/drop_caches) when run as root, else the database files' pages\n\
+                 (posix_fadvise). --no-drop-caches drops only the database files' pages."
+            );
+        }
         println!();
     }
 
@@ -306,7 +319,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
         let names = report::workloads_in_order(&rep.rows[first_new..]);
         for n in &names {
             report::set_ratios(&mut rep.rows, n, |e| Kind::from_name(e).is_some_and(|k| !k.is_jackdaw()));
-            if cfg.print {
+            if cfg.print && cfg.verbose {
                 let rows: Vec<&Row> = rep.rows.iter().filter(|r| &r.workload == n).collect();
                 println!("### {n}\n\n{}", report::table(&rows));
             }
@@ -333,6 +346,10 @@ pub fn run(cfg: &Config) -> Result<Report> {
     }
     let f = report::failures(&rep);
     if cfg.print {
+        if !cfg.verbose {
+            print!("{}", report::summary(&rep));
+            println!("\n(--verbose: every workload's table: device bytes, sizes, latency, Jackdaw's journal figures)\n");
+        }
         if f.is_empty() {
             println!("all engines ran every selected workload (seed {}, {:.0} s)", rep.seed, rep.total_secs);
         } else {

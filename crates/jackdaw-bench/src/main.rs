@@ -1,8 +1,9 @@
 //! `jackdaw-bench`: run the workloads of WORKLOADS.md on Jackdaw and its peers, in one run.
 
-use anyhow::{bail, Result};
-use clap::{Parser, ValueEnum};
-use jackdaw_bench::engine::Kind;
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use jackdaw_bench::engine::{Kind, Mode};
+use jackdaw_bench::ycsb::workload::{Props, Spec, RUN_ORDER};
 use jackdaw_bench::workloads::{self, ColdMethod, Sizes, Verify, Workload};
 use jackdaw_bench::Config;
 use std::io::IsTerminal;
@@ -19,11 +20,15 @@ enum VerifyArg {
 }
 
 /// Benchmark Jackdaw against LMDB, redb, SQLite (WAL) and RocksDB on the workloads of
-/// WORKLOADS.md. Prints one table per workload (ops/s, ratio to the best peer, device bytes per
-/// op, device flushes per transaction, database size, commit latency, Jackdaw's journal figures).
+/// WORKLOADS.md. Prints one summary table (workload × engine: ratio to the best peer); with
+/// --verbose, one table per workload (ops/s, ratio to the best peer, device bytes per op, device
+/// flushes per transaction, database size, commit latency, Jackdaw's journal figures).
 #[derive(Debug, Parser)]
-#[command(name = "jackdaw-bench", version)]
+#[command(name = "jackdaw-bench", version, args_conflicts_with_subcommands = true)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Engines, comma-separated: jackdaw, lmdb, redb, sqlite, rocksdb (rocksdb needs the
     /// `rocksdb` cargo feature). Default: all compiled in.
     #[arg(long, value_delimiter = ',')]
@@ -68,6 +73,16 @@ struct Args {
     #[arg(long)]
     fadvise: bool,
 
+    /// Never drop the whole machine's page cache: the cold reads drop only the database files'
+    /// pages (posix_fadvise), as --fadvise does.
+    #[arg(long)]
+    no_drop_caches: bool,
+
+    /// Print every workload's full table (device bytes, sizes, latency, Jackdaw's journal
+    /// figures) as it finishes; the summary table alone otherwise.
+    #[arg(long)]
+    verbose: bool,
+
     /// Do not run strace for commit-syscalls (engine counters and device figures only).
     #[arg(long)]
     no_strace: bool,
@@ -99,16 +114,94 @@ struct Args {
     child_commits: Option<u64>,
 }
 
-fn main() -> Result<()> {
-    let a = Args::parse();
-    if a.list {
-        for w in Workload::all() {
-            println!("{:<24} ({})", w.name(), w.group());
-        }
-        return Ok(());
-    }
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// YCSB's workloads A–F (CoreWorkload, YCSB's generators, keys and property files) on every
+    /// engine: one load per engine, then each workload per durability mode and thread count.
+    Ycsb(YcsbArgs),
+}
+
+/// `jackdaw-bench ycsb`: prints one summary table (workload × engine, ops/s and the ratio to the
+/// best peer); `--verbose` adds latency per operation type, sizes and device bytes.
+#[derive(Debug, clap::Args)]
+struct YcsbArgs {
+    /// A YCSB property file (YCSB's own `workloada` … `workloadf` run unchanged); repeatable. Unknown
+    /// property names are reported.
+    #[arg(long = "workload-file", value_name = "FILE")]
+    workload_file: Vec<PathBuf>,
+
+    /// A property, as YCSB's `-p` (recordcount, operationcount, maxexecutiontime, ...); wins over
+    /// the files. Repeatable.
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    props: Vec<String>,
+
+    /// YCSB's workloads by letter when no --workload-file is given, in the order they use the
+    /// loaded database (default a,b,c,f,e,d: YCSB's order, D last as it inserts).
+    #[arg(long, value_delimiter = ',')]
+    workloads: Vec<String>,
+
+    /// Engines, comma-separated: jackdaw, lmdb, redb, sqlite, rocksdb. Default: all compiled in.
+    #[arg(long, value_delimiter = ',')]
+    engines: Vec<String>,
+
+    /// Client thread counts, one pass each (default 1,2,4,8,16; --quick: 1,2).
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+
+    /// Durability modes, one pass each: sync, buff (default both).
+    #[arg(long, value_delimiter = ',')]
+    durability: Vec<String>,
+
+    /// 10,000 records and 10,000 operations at 1 and 2 threads.
+    #[arg(long)]
+    quick: bool,
+
+    /// Write every figure as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+
+    /// Write report.md (summary and detail) and the charts (SVG) to DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+
+    /// Print the first N keys of the load phase, one a line, and exit.
+    #[arg(long, value_name = "N")]
+    print_keys: Option<u64>,
+
+    /// Print the first N operations of the run phase (READ key, UPDATE key, INSERT key,
+    /// SCAN key len, READMODIFYWRITE key) as a one-thread run generates them, and exit.
+    #[arg(long, value_name = "N")]
+    trace_ops: Option<u64>,
+
+    /// Also print the detail tables.
+    #[arg(long)]
+    verbose: bool,
+
+    /// Do not drop the page cache before each pass (dropping it needs root for the whole
+    /// machine's cache; otherwise only the database files' pages are dropped).
+    #[arg(long)]
+    no_drop_caches: bool,
+
+    /// Seed of the generators (printed; pass it back to repeat a run).
+    #[arg(long)]
+    seed: Option<u64>,
+
+    /// Where the databases live (default: target/jackdaw-bench). Must be on a real disk.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+
+    /// Keep the databases after the run.
+    #[arg(long)]
+    keep: bool,
+
+    /// No progress bars.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn parse_engines(list: &[String]) -> Result<Vec<Kind>> {
     let mut engines = Vec::new();
-    for e in &a.engines {
+    for e in list {
         match Kind::from_name(e.trim()) {
             Some(k) if k != Kind::JackdawAppend => engines.push(k),
             _ => bail!("unknown engine {e:?}: one of jackdaw, lmdb, redb, sqlite, rocksdb"),
@@ -117,6 +210,124 @@ fn main() -> Result<()> {
     if engines.is_empty() {
         engines = jackdaw_bench::default_engines();
     }
+    Ok(engines)
+}
+
+fn ycsb(a: YcsbArgs) -> Result<()> {
+    // Scale defaults: built-in workloads get them over their files' 1,000; a --workload-file
+    // keeps its own counts unless --quick; -p wins over everything.
+    let scale: Vec<String> = if a.quick {
+        vec!["recordcount=10000".into(), "operationcount=10000".into()]
+    } else {
+        vec!["recordcount=1000000".into(), "operationcount=1000000".into()]
+    };
+    let mut specs = Vec::new();
+    if a.workload_file.is_empty() {
+        let letters: Vec<String> = if a.workloads.is_empty() {
+            RUN_ORDER.iter().map(|s| s.to_string()).collect()
+        } else {
+            a.workloads.iter().map(|w| w.trim().to_lowercase()).collect()
+        };
+        for l in letters {
+            let mut o = scale.clone();
+            o.extend(a.props.iter().cloned());
+            specs.push(Spec::builtin(&l, &o)?);
+        }
+    } else {
+        if !a.workloads.is_empty() {
+            bail!("--workloads picks YCSB's built-in files by letter; with --workload-file, list the files instead");
+        }
+        for f in &a.workload_file {
+            let mut p = Props::read(f)?;
+            if a.quick {
+                p.apply_overrides(&scale)?;
+            }
+            p.apply_overrides(&a.props)?;
+            let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "file".into());
+            let name = name.strip_prefix("workload").filter(|s| !s.is_empty()).unwrap_or(&name).to_string();
+            specs.push(Spec::from_props(&name, &p).with_context(|| format!("workload file {}", f.display()))?);
+        }
+    }
+    for s in &specs {
+        for u in &s.unknown {
+            eprintln!("warning: workload {}: unknown YCSB property {u}: not read by this port", s.name);
+        }
+    }
+    let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);
+    if let Some(n) = a.print_keys {
+        for k in jackdaw_bench::ycsb::run::load_keys(&specs[0], n) {
+            println!("{k}");
+        }
+        return Ok(());
+    }
+    if let Some(n) = a.trace_ops {
+        for s in &specs {
+            if specs.len() > 1 {
+                println!("# workload {}", s.name);
+            }
+            for line in jackdaw_bench::ycsb::run::trace_ops(s, seed, n)? {
+                println!("{line}");
+            }
+        }
+        return Ok(());
+    }
+    let mut modes = Vec::new();
+    for d in if a.durability.is_empty() { vec!["sync".to_string(), "buff".into()] } else { a.durability.clone() } {
+        modes.push(match d.trim() {
+            "sync" => Mode::Sync,
+            "buff" => Mode::Buff,
+            o => bail!("--durability {o:?}: sync or buff"),
+        });
+    }
+    let threads = if !a.threads.is_empty() {
+        a.threads.clone()
+    } else if a.quick {
+        vec![1, 2]
+    } else {
+        vec![1, 2, 4, 8, 16]
+    };
+    if threads.contains(&0) {
+        bail!("--threads: every count must be at least 1");
+    }
+    let user_ops = a.props.iter().any(|p| p.trim_start().starts_with("operationcount="));
+    let cfg = jackdaw_bench::ycsb::YcsbConfig {
+        engines: parse_engines(&a.engines)?,
+        workloads: specs,
+        threads,
+        modes,
+        seed,
+        dir: a.dir.unwrap_or_else(jackdaw_bench::default_dir),
+        json: a.json,
+        report: a.report,
+        verbose: a.verbose,
+        drop_caches: !a.no_drop_caches,
+        progress: !a.no_progress && std::io::stderr().is_terminal(),
+        print: true,
+        keep: a.keep,
+        scale: if a.quick { "quick".into() } else { "full".into() },
+        // The full run: 100,000 operations per workload in sync (1,000,000 in buff).
+        sync_operation_count: (!a.quick && !user_ops).then_some(100_000),
+    };
+    eprintln!("seed {seed}");
+    let rep = jackdaw_bench::ycsb::run(&cfg)?;
+    if !rep.failures.is_empty() && rep.failures.iter().any(|f| f.what != "all") {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let mut a = Args::parse();
+    if let Some(Command::Ycsb(y)) = a.command.take() {
+        return ycsb(y);
+    }
+    if a.list {
+        for w in Workload::all() {
+            println!("{:<24} ({})", w.name(), w.group());
+        }
+        return Ok(());
+    }
+    let engines = parse_engines(&a.engines)?;
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);
 
     if let Some(n) = a.child_commits {
@@ -156,10 +367,11 @@ fn main() -> Result<()> {
             VerifyArg::Full => Verify::Full,
         },
         progress: !a.no_progress && std::io::stderr().is_terminal(),
-        cold: if a.fadvise { ColdMethod::Fadvise } else { ColdMethod::Auto },
+        cold: if a.fadvise || a.no_drop_caches { ColdMethod::Fadvise } else { ColdMethod::Auto },
         strace_exe,
         keep: a.keep,
         print: true,
+        verbose: a.verbose,
         repeat: a.repeat as usize,
     };
     jackdaw_bench::engines::jackdaw::set_io_log(a.io_log);

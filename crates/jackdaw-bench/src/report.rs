@@ -263,6 +263,60 @@ pub fn table(rows: &[&Row]) -> String {
     s
 }
 
+/// The summary of a run: one row per workload, Jackdaw's ops/s, the best peer's, and every
+/// engine's ratio to the best peer (the disk-limit rows are in the detail only). Fits in 100
+/// columns for five engines.
+pub fn summary(rep: &Report) -> String {
+    let engines: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for r in rep.rows.iter().filter(|r| r.workload != "disk") {
+            if !v.contains(&r.engine) {
+                v.push(r.engine.clone());
+            }
+        }
+        v
+    };
+    let short = |e: &str| if e == "jackdaw-append" { "jd-append".to_string() } else { e.to_string() };
+    let mut head = vec!["workload".to_string(), "jackdaw ops/s".into(), "best peer".into()];
+    head.extend(engines.iter().map(|e| short(e)));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for w in workloads_in_order(&rep.rows).into_iter().filter(|w| w != "disk") {
+        let of = |e: &str| rep.rows.iter().find(|r| r.workload == w && r.engine == e);
+        let best = rep
+            .rows
+            .iter()
+            .filter(|r| r.workload == w && !r.engine.starts_with("jackdaw"))
+            .map(|r| r.ops_per_sec)
+            .fold(0.0f64, f64::max);
+        let mut row = vec![
+            w.clone(),
+            of("jackdaw").map_or_else(|| "-".into(), |r| si(r.ops_per_sec)),
+            if best > 0.0 { si(best) } else { "-".into() },
+        ];
+        row.extend(engines.iter().map(|e| {
+            of(e).and_then(|r| r.ratio_to_best_peer).map_or_else(|| "-".into(), |x| format!("{x:.2}×"))
+        }));
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
+        .collect();
+    let mut s = String::from("ops/s of Jackdaw and of the best peer; each engine's ratio to the best peer.\n\n");
+    let line = |s: &mut String, vals: &[String]| {
+        s.push('|');
+        for (i, v) in vals.iter().enumerate() {
+            let _ = write!(s, " {v}{} |", " ".repeat(widths[i] - v.chars().count()));
+        }
+        s.push('\n');
+    };
+    line(&mut s, &head);
+    line(&mut s, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    for r in &rows {
+        line(&mut s, r);
+    }
+    s
+}
+
 /// Workload names in the order their rows first appear.
 pub fn workloads_in_order(rows: &[Row]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -311,6 +365,7 @@ pub fn write_report_dir(rep: &Report, dir: &Path) -> Result<()> {
     let mut md = String::new();
     let _ = writeln!(md, "# jackdaw-bench report\n");
     let _ = writeln!(md, "```\n{}```\n", header(rep));
+    let _ = writeln!(md, "## Summary\n\n{}", summary(rep));
     for w in workloads_in_order(&rep.rows) {
         let rows: Vec<&Row> = rep.rows.iter().filter(|r| r.workload == w).collect();
         let svg = format!("{w}.svg");

@@ -31,6 +31,7 @@ fn every_workload_tiny_reads_back_what_it_wrote() {
         strace_exe: strace.then(|| PathBuf::from(env!("CARGO_BIN_EXE_jackdaw-bench"))),
         keep: false,
         print: false,
+        verbose: false,
         // Two rounds of everything (every tiny workload is short): one row per engine remains.
         repeat: 2,
     };

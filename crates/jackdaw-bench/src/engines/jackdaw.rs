@@ -10,7 +10,7 @@
 
 use crate::engine::{CommitInfo, Engine, JackdawCommit, Mode, ReadOps, Visit, WriteOps};
 use anyhow::{Context, Result};
-use jackdaw::{Durability, Env, FreeSpacePolicy, Options, ReadTxn, Tree, WriteTxn};
+use jackdaw::{Durability, Env, FreeSpacePolicy, Options, ReadTxn, Tree, WriteBatch, WriteTxn};
 use std::path::Path;
 use std::time::Instant;
 
@@ -100,6 +100,15 @@ impl ReadOps for R<'_> {
         }
         Ok(n)
     }
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        let mut n = 0;
+        for item in self.tx.range(self.tree, lo..)?.take(limit as usize) {
+            let (k, v) = item?;
+            f(k.as_ref(), v.as_ref())?;
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl Engine for JackdawEngine {
@@ -124,6 +133,16 @@ impl Engine for JackdawEngine {
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
         let tx = self.env.read()?;
         f(&R { tx: &tx, tree: &self.tree })
+    }
+
+    fn put_one(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(&self.tree, key, value);
+        Ok(self.env.write_batch(b)?)
+    }
+
+    fn concurrency(&self) -> &'static str {
+        "writes: one WriteBatch per operation from every thread (the merger groups them into shared commits); reads: one snapshot per operation"
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -97,6 +97,17 @@ impl ReadOps for R<'_, '_> {
         }
         Ok(n)
     }
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        let lo_b = if lo.is_empty() { Bound::Unbounded } else { Bound::Included(lo) };
+        let range = (lo_b, Bound::Unbounded);
+        let mut n = 0;
+        for item in self.db.range(self.tx, &range)?.take(limit as usize) {
+            let (k, v) = item?;
+            f(k, v)?;
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl Engine for LmdbEngine {
@@ -111,6 +122,10 @@ impl Engine for LmdbEngine {
     fn read(&self, f: &mut dyn FnMut(&dyn ReadOps) -> Result<()>) -> Result<()> {
         let tx = self.env.read_txn()?;
         f(&R { tx: &tx, db: self.db })
+    }
+
+    fn concurrency(&self) -> &'static str {
+        "writes: one write transaction per operation, writers take LMDB's single writer lock in turn; reads: one read transaction per operation, concurrent"
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -82,6 +82,15 @@ impl ReadOps for R<'_> {
         }
         Ok(n)
     }
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        let mut n = 0;
+        for item in self.table.range::<&[u8]>(lo..)?.take(limit as usize) {
+            let (k, v) = item?;
+            f(k.value(), v.value())?;
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl Engine for RedbEngine {
@@ -101,6 +110,10 @@ impl Engine for RedbEngine {
         let tx = self.db.begin_read()?;
         let table = tx.open_table(TABLE)?;
         f(&R { table: &table })
+    }
+
+    fn concurrency(&self) -> &'static str {
+        "writes: one write transaction per operation, writers take redb's single writer in turn; reads: one read transaction per operation, concurrent"
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -107,6 +107,10 @@ impl Engine for RocksdbEngine {
         f(&R { db: &self.db, snap: &snap, ro })
     }
 
+    fn concurrency(&self) -> &'static str {
+        "writes: one WriteBatch per operation, applied concurrently from every thread; reads: one snapshot per operation"
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         if self.manual_wal {
             self.db.flush_wal(false)?;

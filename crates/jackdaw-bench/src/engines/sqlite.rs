@@ -8,7 +8,10 @@
 //! `cache_size` 64 MiB per connection (the default 2 MiB makes a million-row transaction spill),
 //! no mmap. Writes run `INSERT OR REPLACE` / `DELETE` through prepared statements in one
 //! `BEGIN … COMMIT`; each read snapshot is a `BEGIN … COMMIT` on a connection of its own (taken
-//! from a pool, so that parallel readers each have one).
+//! from a pool, so that parallel readers each have one). A one-key write from many threads
+//! (`put_one`, YCSB's updates and inserts) runs on a writer connection of the calling thread's own
+//! (from a second pool) as `BEGIN IMMEDIATE … COMMIT`, the writers waiting for SQLite's write lock
+//! in its busy handler (`busy_timeout` 60 s on every connection).
 
 use crate::engine::{CommitInfo, Engine, Mode, ReadOps, Visit, WriteOps};
 use anyhow::{Context, Result};
@@ -24,13 +27,18 @@ const CACHE_KIB: i64 = 64 * 1024;
 
 pub struct SqliteEngine {
     path: PathBuf,
+    /// `PRAGMA synchronous` of the mode (a per-connection setting).
+    sync: &'static str,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Connections for `put_one`, one per concurrent writing thread.
+    writers: Mutex<Vec<Connection>>,
 }
 
 fn connect(path: &Path) -> Result<Connection> {
     let c = Connection::open(path).with_context(|| format!("sqlite: open {}", path.display()))?;
     c.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    c.busy_timeout(std::time::Duration::from_secs(60))?;
     Ok(c)
 }
 
@@ -47,7 +55,13 @@ impl SqliteEngine {
         };
         c.pragma_update(None, "synchronous", sync)?;
         c.execute_batch("CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")?;
-        Ok(SqliteEngine { path, writer: Mutex::new(c), readers: Mutex::new(Vec::new()) })
+        Ok(SqliteEngine {
+            path,
+            sync,
+            writer: Mutex::new(c),
+            readers: Mutex::new(Vec::new()),
+            writers: Mutex::new(Vec::new()),
+        })
     }
 }
 
@@ -107,6 +121,16 @@ impl ReadOps for R<'_> {
         }
         Ok(n)
     }
+    fn scan_limit(&self, lo: &[u8], limit: u64, f: &mut Visit<'_>) -> Result<u64> {
+        let mut st = self.conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k LIMIT ?2")?;
+        let mut rows = st.query((lo, limit as i64))?;
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            f(row.get_ref(0)?.as_blob()?, row.get_ref(1)?.as_blob()?)?;
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl Engine for SqliteEngine {
@@ -143,9 +167,42 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
+    fn put_one(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let pooled = self.writers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = connect(&self.path)?;
+                c.pragma_update(None, "synchronous", self.sync)?;
+                c
+            }
+        };
+        let res = (|| -> Result<()> {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let put = (|| -> Result<()> {
+                conn.prepare_cached("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)")?.execute((key, value))?;
+                conn.execute_batch("COMMIT")?;
+                Ok(())
+            })();
+            if put.is_err() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            put
+        })();
+        self.writers.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+        res
+    }
+
+    fn concurrency(&self) -> &'static str {
+        "writes: one BEGIN IMMEDIATE transaction per operation on a writer connection of each thread's own (SQLite's write lock taken in turn); reads: one pooled connection per concurrent reader"
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
-        let SqliteEngine { path: _, writer, readers } = *self;
+        let SqliteEngine { path: _, sync: _, writer, readers, writers } = *self;
         for c in readers.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            c.close().map_err(|(_, e)| e)?;
+        }
+        for c in writers.into_inner().unwrap_or_else(|e| e.into_inner()) {
             c.close().map_err(|(_, e)| e)?;
         }
         writer.into_inner().unwrap_or_else(|e| e.into_inner()).close().map_err(|(_, e)| e)?;

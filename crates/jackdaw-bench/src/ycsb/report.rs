@@ -1,0 +1,360 @@
+//! The `ycsb` output: one summary table (workload × engine: ops/s and the ratio to the best
+//! peer) that fits in 100 columns, the detail tables (`--verbose`, and `report.md`), and the
+//! charts (throughput against threads per workload; latency percentiles).
+
+use super::run::{RunRow, YcsbReport};
+use crate::report::{bytes, si};
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |r| format!("{r:.2}×"))
+}
+
+fn us(x: f64) -> String {
+    if x >= 100_000.0 {
+        format!("{:.0} ms", x / 1000.0)
+    } else if x >= 10_000.0 {
+        format!("{:.1} ms", x / 1000.0)
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// Lay out rows of cells as a Markdown table with padded columns.
+fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let n = head.len();
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let line = |s: &mut String, cells: &[String]| {
+        s.push('|');
+        for (i, c) in cells.iter().enumerate() {
+            let _ = write!(s, " {c}{} |", " ".repeat(w[i] - c.chars().count()));
+        }
+        s.push('\n');
+    };
+    line(&mut s, head);
+    line(&mut s, &w.iter().map(|x| "-".repeat(*x)).collect::<Vec<_>>());
+    for r in rows {
+        line(&mut s, r);
+    }
+    s
+}
+
+/// The passes in the order they ran: (mode, threads).
+fn passes(rep: &YcsbReport) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = Vec::new();
+    for r in &rep.runs {
+        let p = (r.mode.clone(), r.threads);
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn find<'a>(rep: &'a YcsbReport, w: &str, e: &str, m: &str, t: usize) -> Option<&'a RunRow> {
+    rep.runs.iter().find(|r| r.workload == w && r.engine == e && r.mode == m && r.threads == t)
+}
+
+/// The summary: one row per workload and pass, one column per engine (ops/s and ratio to the
+/// best peer), then the load and the space rows. At most 100 columns for up to five engines.
+pub fn summary(rep: &YcsbReport) -> String {
+    let mut head = vec!["wl".to_string(), "pass".into(), "jackdaw ops/s".into(), "best peer".into()];
+    head.extend(rep.engines.iter().cloned());
+    let pass = |m: &str, t: usize| format!("{m} {t}t");
+    let is_peer = |e: &str| !e.starts_with("jackdaw");
+    let mut rows = Vec::new();
+    for (m, t) in passes(rep) {
+        for w in &rep.workloads {
+            let best = rep
+                .runs
+                .iter()
+                .filter(|r| &r.workload == w && r.mode == m && r.threads == t && is_peer(&r.engine))
+                .map(|r| r.ops_per_sec)
+                .fold(0.0f64, f64::max);
+            let mut row = vec![
+                w.to_uppercase(),
+                pass(&m, t),
+                find(rep, w, "jackdaw", &m, t).map_or_else(|| "-".into(), |r| si(r.ops_per_sec)),
+                if best > 0.0 { si(best) } else { "-".into() },
+            ];
+            for e in &rep.engines {
+                row.push(find(rep, w, e, &m, t).map_or_else(|| "failed".into(), |r| ratio(r.ratio_to_best_peer)));
+            }
+            rows.push(row);
+        }
+    }
+    let cell = |e: &str, f: &dyn Fn(&super::run::LoadRow) -> String| {
+        rep.loads.iter().find(|l| l.engine == e).map_or_else(|| "failed".into(), f)
+    };
+    let best_load = rep.loads.iter().filter(|l| is_peer(&l.engine)).map(|l| l.ops_per_sec).fold(0.0f64, f64::max);
+    let mut row = vec![
+        "load".to_string(),
+        "buff 1t".into(),
+        rep.loads.iter().find(|l| l.engine == "jackdaw").map_or_else(|| "-".into(), |l| si(l.ops_per_sec)),
+        if best_load > 0.0 { si(best_load) } else { "-".into() },
+    ];
+    row.extend(rep.engines.iter().map(|e| cell(e, &|l| ratio(l.ratio_to_best_peer))));
+    rows.push(row);
+    // The seed's "4× the expected disk space": bytes on disk ÷ live key + field bytes.
+    let mut row = vec!["space".to_string(), "load".into(), String::new(), String::new()];
+    row.extend(rep.engines.iter().map(|e| cell(e, &|l| format!("{:.2}", l.disk_per_live))));
+    rows.push(row);
+    let mut row = vec!["size".to_string(), "load".into(), String::new(), String::new()];
+    row.extend(rep.engines.iter().map(|e| cell(e, &|l| bytes(l.db_bytes as f64))));
+    rows.push(row);
+    if let Some((m, t)) = passes(rep).first() {
+        let w = if rep.workloads.iter().any(|w| w == "a") { "a".to_string() } else { rep.workloads[0].clone() };
+        for (label, f) in [
+            ("space", &(|r: &RunRow| format!("{:.2}", r.disk_per_live)) as &dyn Fn(&RunRow) -> String),
+            ("size", &|r: &RunRow| bytes(r.db_bytes as f64)),
+        ] {
+            let mut row = vec![label.to_string(), format!("{} {}", w.to_uppercase(), pass(m, *t)), String::new(), String::new()];
+            row.extend(rep.engines.iter().map(|e| find(rep, &w, e, m, *t).map_or_else(|| "failed".into(), f)));
+            rows.push(row);
+        }
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Per workload and pass (durability, client threads): ops/s of Jackdaw and of the best peer,\n\
+         each engine's ratio to the best peer; space: bytes on disk ÷ key + field bytes stored.\n"
+    );
+    s.push_str(&table(&head, &rows));
+    s
+}
+
+/// Every figure per pass and workload: latency per operation type (p50/p95/p99/p99.9/max),
+/// sizes, device bytes per write operation; then how each engine was run.
+pub fn detail(rep: &YcsbReport) -> String {
+    let mut s = String::new();
+    for (m, t) in passes(rep) {
+        for w in &rep.workloads {
+            let _ = writeln!(s, "### {} · {m} · {t} thread{}\n", w.to_uppercase(), if t == 1 { "" } else { "s" });
+            let head: Vec<String> = [
+                "engine", "ops/s", "vs best", "op", "count", "p50 µs", "p95", "p99", "p99.9", "max", "db size", "disk÷live",
+                "dev B/write op",
+            ]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+            let mut rows = Vec::new();
+            for e in &rep.engines {
+                let Some(r) = find(rep, w, e, &m, t) else { continue };
+                for (i, o) in r.latency.iter().enumerate() {
+                    let first = i == 0;
+                    let c = |x: String| if first { x } else { String::new() };
+                    rows.push(vec![
+                        c(e.clone()),
+                        c(si(r.ops_per_sec)),
+                        c(ratio(r.ratio_to_best_peer)),
+                        o.op.clone(),
+                        if o.not_found > 0 { format!("{} ({} not found)", o.count, o.not_found) } else { o.count.to_string() },
+                        us(o.p50_us),
+                        us(o.p95_us),
+                        us(o.p99_us),
+                        us(o.p999_us),
+                        us(o.max_us),
+                        c(bytes(r.db_bytes as f64)),
+                        c(format!("{:.2}", r.disk_per_live)),
+                        c(r.device_bytes_per_write_op.map_or_else(|| "-".into(), bytes)),
+                    ]);
+                }
+            }
+            s.push_str(&table(&head, &rows));
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s, "### Load\n");
+    let head: Vec<String> = ["engine", "records", "rec/s", "vs best", "s", "db size", "live", "disk÷live", "dev B/insert", "verified", "files"]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = rep
+        .loads
+        .iter()
+        .map(|l| {
+            vec![
+                l.engine.clone(),
+                l.records.to_string(),
+                si(l.ops_per_sec),
+                ratio(l.ratio_to_best_peer),
+                format!("{:.2}", l.secs),
+                bytes(l.db_bytes as f64),
+                bytes(l.live_bytes as f64),
+                format!("{:.2}", l.disk_per_live),
+                l.device_bytes_per_insert.map_or_else(|| "-".into(), bytes),
+                l.verified.to_string(),
+                l.files.iter().map(|(n, b)| format!("{n} {}", bytes(*b as f64))).collect::<Vec<_>>().join(", "),
+            ]
+        })
+        .collect();
+    s.push_str(&table(&head, &rows));
+    let _ = writeln!(s, "\n### Engines\n");
+    for (e, n) in &rep.engine_notes {
+        let _ = writeln!(s, "- {e}: {n}");
+    }
+    let _ = writeln!(s, "\npage cache: {}", rep.page_cache);
+    if !rep.unknown_properties.is_empty() {
+        let _ = writeln!(s, "unknown properties (not read): {}", rep.unknown_properties.join("; "));
+    }
+    s
+}
+
+pub fn failures(rep: &YcsbReport) -> String {
+    let mut s = String::new();
+    for f in &rep.failures {
+        let _ = writeln!(s, "FAILED: {} {}: {}", f.engine, f.what, f.reason);
+    }
+    s
+}
+
+/// Write `report.md` (summary and detail) and the charts into `dir`.
+pub fn write_dir(rep: &YcsbReport, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut md = String::new();
+    let _ = writeln!(md, "# jackdaw-bench ycsb\n");
+    let _ = writeln!(
+        md,
+        "seed {} · scale {} · {} records · {} operations per workload · threads {:?} · durability {} · {:.0} s\n",
+        rep.seed,
+        rep.scale,
+        rep.record_count,
+        rep.operation_count,
+        rep.threads,
+        rep.modes.join(", "),
+        rep.total_secs
+    );
+    let _ = writeln!(md, "## Summary\n\n{}", summary(rep));
+    let mut charts = String::new();
+    for w in &rep.workloads {
+        for m in &rep.modes {
+            if rep.threads.len() > 1 {
+                let f = format!("ycsb-{w}-{m}-throughput.svg");
+                throughput_chart(rep, w, m, &dir.join(&f))?;
+                let _ = writeln!(charts, "![{w} {m} throughput]({f})");
+            }
+            if let Some(t) = rep.threads.first() {
+                let f = format!("ycsb-{w}-{m}-{t}t-latency.svg");
+                latency_chart(rep, w, m, *t, &dir.join(&f))?;
+                let _ = writeln!(charts, "![{w} {m} latency]({f})");
+            }
+        }
+    }
+    let _ = writeln!(md, "\n## Charts\n\n{charts}");
+    let _ = writeln!(md, "\n## Detail\n\n{}", detail(rep));
+    let f = failures(rep);
+    if !f.is_empty() {
+        let _ = writeln!(md, "\n## Failed or skipped\n\n```\n{f}```");
+    }
+    std::fs::write(dir.join("report.md"), md)?;
+    Ok(())
+}
+
+const PALETTE: [plotters::style::RGBColor; 6] = [
+    plotters::style::RGBColor(200, 60, 40),
+    plotters::style::RGBColor(70, 110, 190),
+    plotters::style::RGBColor(90, 160, 90),
+    plotters::style::RGBColor(200, 150, 40),
+    plotters::style::RGBColor(130, 90, 170),
+    plotters::style::RGBColor(90, 90, 90),
+];
+
+fn svg_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("svg: {e}")
+}
+
+/// ops/s against thread count, one line per engine.
+fn throughput_chart(rep: &YcsbReport, w: &str, m: &str, path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let max_t = rep.threads.iter().copied().max().unwrap_or(1) as f64;
+    let max_y = rep.runs.iter().filter(|r| r.workload == w && r.mode == m).map(|r| r.ops_per_sec).fold(1.0, f64::max) * 1.15;
+    let root = SVGBackend::new(path, (640, 400)).into_drawing_area();
+    root.fill(&WHITE).map_err(svg_err)?;
+    let mut ch = ChartBuilder::on(&root)
+        .caption(format!("YCSB {} ({m}) — ops/s against threads", w.to_uppercase()), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.5f64..max_t + 0.5, 0f64..max_y)
+        .map_err(svg_err)?;
+    ch.configure_mesh().light_line_style(WHITE).x_desc("threads").y_desc("ops/s").y_label_formatter(&|y| si(*y)).draw().map_err(svg_err)?;
+    for (i, e) in rep.engines.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = rep
+            .threads
+            .iter()
+            .filter_map(|t| find(rep, w, e, m, *t).map(|r| (*t as f64, r.ops_per_sec)))
+            .collect();
+        let c = if e.starts_with("jackdaw") { PALETTE[0] } else { PALETTE[1 + i % 5] };
+        ch.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(svg_err)?
+            .label(e.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled()))).map_err(svg_err)?;
+    }
+    ch.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(svg_err)?;
+    root.present().map_err(svg_err)?;
+    Ok(())
+}
+
+/// Latency percentiles (all operations) per engine, log scale.
+fn latency_chart(rep: &YcsbReport, w: &str, m: &str, t: usize, path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let pts_of = |r: &RunRow| -> Vec<(f64, f64)> {
+        r.latency
+            .iter()
+            .find(|o| o.op == "ALL")
+            .map(|o| vec![(0.0, o.p50_us), (1.0, o.p95_us), (2.0, o.p99_us), (3.0, o.p999_us), (4.0, o.max_us)])
+            .unwrap_or_default()
+    };
+    let all: Vec<f64> =
+        rep.runs.iter().filter(|r| r.workload == w && r.mode == m && r.threads == t).flat_map(&pts_of).map(|p| p.1).collect();
+    let lo = all.iter().copied().fold(f64::MAX, f64::min).max(0.01) / 1.5;
+    let hi = all.iter().copied().fold(0.0, f64::max).max(lo * 10.0) * 1.5;
+    let root = SVGBackend::new(path, (640, 400)).into_drawing_area();
+    root.fill(&WHITE).map_err(svg_err)?;
+    let mut ch = ChartBuilder::on(&root)
+        .caption(format!("YCSB {} ({m}, {t} thread) — latency, all operations", w.to_uppercase()), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.2f64..4.2, (lo..hi).log_scale())
+        .map_err(svg_err)?;
+    let names = ["p50", "p95", "p99", "p99.9", "max"];
+    ch.configure_mesh()
+        .light_line_style(WHITE)
+        .x_labels(5)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && (0.0..5.0).contains(&i) {
+                names[i as usize].to_string()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("µs")
+        .draw()
+        .map_err(svg_err)?;
+    for (i, e) in rep.engines.iter().enumerate() {
+        let Some(r) = find(rep, w, e, m, t) else { continue };
+        let pts = pts_of(r);
+        let c = if e.starts_with("jackdaw") { PALETTE[0] } else { PALETTE[1 + i % 5] };
+        ch.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(svg_err)?
+            .label(e.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled()))).map_err(svg_err)?;
+    }
+    ch.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(svg_err)?;
+    root.present().map_err(svg_err)?;
+    Ok(())
+}

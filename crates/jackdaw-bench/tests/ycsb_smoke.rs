@@ -1,0 +1,165 @@
+//! YCSB at CI size: 1,000 records and 1,000 operations per workload, one client thread, on
+//! Jackdaw, LMDB, redb and SQLite (RocksDB excluded: its C++ build is too heavy for CI). Checks
+//! that every engine read back exactly what was loaded (every record by key, and a full scan's
+//! byte count), that no operation missed its record, and that each workload's operation mix
+//! matches YCSB's proportions within 5 standard deviations. Also the command line's contract:
+//! `--print-keys` prints YCSB's keys, `--trace-ops` is repeatable from its seed, unknown
+//! properties are reported, a bad workload name is an error. No timing assertions.
+
+use jackdaw_bench::engine::{Kind, Mode};
+use jackdaw_bench::ycsb::workload::{OpKind, Spec, RUN_ORDER};
+use jackdaw_bench::ycsb::{run, YcsbConfig};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn seed() -> u64 {
+    let s = std::env::var("JACKDAW_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20_261_125);
+    eprintln!("seed {s} (set JACKDAW_SEED to repeat)");
+    s
+}
+
+#[test]
+fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-ycsb-smoke");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let overrides = vec!["recordcount=1000".to_string(), "operationcount=1000".to_string()];
+    let specs: Vec<Spec> = RUN_ORDER.iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
+    let engines = vec![Kind::Jackdaw, Kind::Lmdb, Kind::Redb, Kind::Sqlite];
+    let cfg = YcsbConfig {
+        engines: engines.clone(),
+        workloads: specs.clone(),
+        threads: vec![1],
+        modes: vec![Mode::Buff],
+        seed: seed(),
+        dir: base.join("db"),
+        json: Some(base.join("ycsb.json")),
+        report: Some(base.join("report")),
+        verbose: true,
+        drop_caches: false,
+        progress: false,
+        print: false,
+        keep: false,
+        scale: "smoke".into(),
+        sync_operation_count: None,
+    };
+    let rep = run(&cfg).expect("ycsb run");
+    assert!(rep.failures.is_empty(), "failures: {:?}", rep.failures);
+    for e in &engines {
+        let l = rep.loads.iter().find(|l| l.engine == e.name()).expect("a load row per engine");
+        assert_eq!((l.records, l.verified), (1000, 1000), "{}: every loaded record read back equal", e.name());
+        assert!(l.live_bytes >= 1000 * 1000, "{}: live bytes {}", e.name(), l.live_bytes);
+        for s in &specs {
+            let r = rep
+                .runs
+                .iter()
+                .find(|r| r.workload == s.name && r.engine == e.name())
+                .unwrap_or_else(|| panic!("no row for {} on {}", s.name, e.name()));
+            assert_eq!(r.ops, 1000, "{} on {}", s.name, e.name());
+            assert_eq!(r.not_found(), 0, "{} on {}: every operation found its record: {:?}", s.name, e.name(), r.latency);
+            let n = r.ops as f64;
+            let sum: f64 = s.proportions.iter().sum();
+            for k in OpKind::ALL {
+                let p = s.proportions[k.index()] / sum;
+                let got = r.count(k) as f64;
+                let tol = 5.0 * (n * p * (1.0 - p)).sqrt() + 1.0;
+                assert!(
+                    (got - n * p).abs() <= tol,
+                    "{} on {}: {} {} of {n}, YCSB's proportion {p} (± {tol})",
+                    s.name,
+                    e.name(),
+                    got,
+                    k.name()
+                );
+            }
+            let all = r.latency.iter().find(|o| o.op == "ALL").expect("ALL latency");
+            assert_eq!(all.count, 1000);
+            assert!(all.p50_us > 0.0 && all.p50_us <= all.p99_us && all.p99_us <= all.max_us, "{all:?}");
+            if s.name == "e" {
+                // Scans of 1..=100 records from a start key: on average ~50 (fewer near the end).
+                let scans = r.count(OpKind::Scan);
+                assert!(r.scanned_records > scans * 20, "{}: {} records in {scans} scans", e.name(), r.scanned_records);
+            }
+            if r.write_ops > 0 {
+                assert!(r.live_bytes >= 1000 * 1000 && r.db_bytes > 0);
+            }
+        }
+    }
+    assert!(base.join("ycsb.json").exists());
+    let md = std::fs::read_to_string(base.join("report/report.md")).unwrap();
+    assert!(md.contains("## Summary") && md.contains("READMODIFYWRITE"));
+    // The summary fits in 100 columns.
+    let summary = jackdaw_bench::ycsb::report::summary(&rep);
+    for line in summary.lines() {
+        assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jackdaw-bench")).args(args).output().expect("run jackdaw-bench")
+}
+
+#[test]
+fn print_keys_and_trace_ops_are_ycsbs_and_repeatable() {
+    let out = bench(&["ycsb", "--print-keys", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // CoreWorkload.buildKeyName(0..3), hashed (computed with YCSB 0.17.0).
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "user6284781860667377211\nuser8517097267634966620\nuser1820151046732198393\n"
+    );
+    let seed = seed().to_string();
+    let args = ["ycsb", "--workloads", "e", "--trace-ops", "200", "--seed", &seed, "-p", "recordcount=1000"];
+    let a = bench(&args);
+    let b = bench(&args);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout, "the same seed gives the same operations");
+    let text = String::from_utf8_lossy(&a.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 200);
+    let mut inserts = 0;
+    for l in &lines {
+        let f: Vec<&str> = l.split(' ').collect();
+        match f[0] {
+            "SCAN" => {
+                assert_eq!(f.len(), 3, "{l}");
+                let len: u32 = f[2].parse().unwrap();
+                assert!((1..=100).contains(&len), "{l}");
+            }
+            "INSERT" => {
+                // Inserts take key numbers 1000, 1001, ... in order.
+                let want = Spec::builtin("e", &["recordcount=1000".into()]).unwrap().key(1000 + inserts);
+                assert_eq!(f[1], want);
+                inserts += 1;
+            }
+            o => panic!("workload E has no {o}: {l}"),
+        }
+        assert!(f[1].starts_with("user"));
+    }
+    let out = bench(&["ycsb", "-p", "bogusname=1", "--print-keys", "1"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown YCSB property bogusname"));
+    let out = bench(&["ycsb", "--workloads", "g", "--print-keys", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload \"g\""));
+    let out = bench(&["ycsb", "--workload-file", "/nonexistent/workloadz", "--print-keys", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/workloadz"));
+}
+
+#[test]
+fn the_committed_property_files_are_read_unchanged() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ycsb");
+    for l in ["a", "b", "c", "d", "e", "f"] {
+        let path = dir.join(format!("workload{l}"));
+        let out = bench(&["ycsb", "--workload-file", path.to_str().unwrap(), "--trace-ops", "50", "--seed", "3"]);
+        assert!(out.status.success(), "{l}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains("unknown"), "{l}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 50);
+        // The built-in copy is the same file.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let builtin = jackdaw_bench::ycsb::workload::BUILTIN.iter().find(|(n, _)| *n == l).unwrap().1;
+        assert_eq!(text, builtin);
+    }
+}
