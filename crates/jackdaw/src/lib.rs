@@ -78,6 +78,7 @@ macro_rules! internals_pub {
 }
 
 mod api;
+mod backup;
 mod batch;
 mod data;
 mod env;
@@ -115,6 +116,7 @@ pub use api::{
     Bytes, Cursor, Iter, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree,
     TreeStats, TxSource, ValueReader, Values, WriteCursor, WriteKeys, WriteRange, WriteTxn, WriteValues,
 };
+pub use backup::{restore_from, BackupOptions, BackupProgress, BackupStage, BackupStats};
 pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;
 pub use error::{Error, Limit, Result};

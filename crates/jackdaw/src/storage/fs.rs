@@ -74,6 +74,10 @@ impl Storage for FsStorage {
         fs::remove_file(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
+
     fn sync_dir(&self, path: &Path, _site: SyncSite) -> io::Result<()> {
         File::open(path)?.sync_all()
     }

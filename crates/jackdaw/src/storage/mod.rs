@@ -120,6 +120,10 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     /// Atomic rename within one directory.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Remove an empty directory (temporary directories of a backup). The default refuses.
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, format!("cannot remove directory {}", path.display())))
+    }
     /// Make the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()>;
     /// Take an exclusive lock on `path` without waiting: `LockAttempt::Held` when someone else
