@@ -86,6 +86,7 @@ mod error;
 mod ids;
 mod journal;
 mod options;
+mod readonly;
 mod stats;
 // Parts of it are used only by tests and tools, through `internals`.
 #[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]

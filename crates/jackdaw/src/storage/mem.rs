@@ -132,7 +132,7 @@ impl Storage for MemStorage {
         if let Some(f) = fs.files.get(path) {
             return Ok(f.clone());
         }
-        if mode == OpenMode::ReadWrite {
+        if mode != OpenMode::CreateReadWrite {
             return Err(not_found(path));
         }
         let f = Arc::new(MemFile::new());

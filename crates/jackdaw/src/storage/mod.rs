@@ -83,6 +83,8 @@ pub enum OpenMode {
     CreateReadWrite,
     /// Read and write; the file must exist.
     ReadWrite,
+    /// Read only; the file must exist (`Options::read_only`).
+    ReadOnly,
 }
 
 /// How journal writes reach the device.
@@ -133,6 +135,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     /// when the engine closes another handle of the same file (`FsStorage` uses `flock`, an
     /// open-file-description lock; see there).
     fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt>;
+    /// Take a shared lock on the existing file `path` without waiting (`Options::read_only`):
+    /// shared locks coexist, and conflict with the exclusive ones of [`Storage::lock`]. The
+    /// default takes the exclusive lock (correct, but one reader at a time).
+    fn lock_shared(&self, path: &Path) -> io::Result<LockAttempt> {
+        self.lock(path, LockTarget::Existing)
+    }
 }
 
 /// Which file [`Storage::lock`] locks.
