@@ -177,7 +177,8 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64)
                 continue;
             }
             seen_any = true;
-            let text = std::str::from_utf8(&line).map_err(|_| anyhow!("line {lineno}: a header line that is not text"))?;
+            let text =
+                std::str::from_utf8(&line).map_err(|_| anyhow!("line {lineno}: a header line that is not text"))?;
             if text == "HEADER=END" {
                 break;
             }

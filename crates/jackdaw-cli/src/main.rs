@@ -212,10 +212,7 @@ fn main() -> ExitCode {
 /// Open `db` (read-only unless `write`), with the lock message a person can act on.
 fn open(db: &Path, write: bool, backup: bool) -> Res<Env> {
     if !db.join("data.jdb").exists() && !write {
-        return Err(Fail {
-            code: 2,
-            err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()),
-        });
+        return Err(Fail { code: 2, err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()) });
     }
     match Env::open(db, Options::default().read_only(!write)) {
         Ok(env) => Ok(env),
@@ -379,7 +376,9 @@ fn run(cli: Cli) -> Res<u8> {
             let found = match (&value, t.is_multi()) {
                 (Some(v), true) => tx.multi_delete(&t, &key, arg(v, hex)?)?,
                 (None, true) => tx.multi_delete_all(&t, &key)? > 0,
-                (Some(_), false) => return Err(Fail { code: 1, err: anyhow!("{tree} is a plain tree: give no VALUE") }),
+                (Some(_), false) => {
+                    return Err(Fail { code: 1, err: anyhow!("{tree} is a plain tree: give no VALUE") })
+                }
                 (None, false) => tx.delete(&t, &key)?,
             };
             tx.commit()?;
@@ -432,7 +431,8 @@ fn run(cli: Cli) -> Res<u8> {
             let layout = jackdaw::internals::tree_layout(&r, &t)?;
             match svg {
                 Some(p) => {
-                    std::fs::write(&p, render::svg(&tree, &layout)).with_context(|| format!("write {}", p.display()))?;
+                    std::fs::write(&p, render::svg(&tree, &layout))
+                        .with_context(|| format!("write {}", p.display()))?;
                     eprintln!("jackdaw: wrote {}", p.display());
                 }
                 None => print!("{}", render::text(&tree, &layout)),
@@ -477,7 +477,9 @@ fn run(cli: Cli) -> Res<u8> {
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || c.downcast_ref::<Error>().is_some_and(|j| matches!(j, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe))
+            || c.downcast_ref::<Error>().is_some_and(
+                |j| matches!(j, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe),
+            )
     })
 }
 
@@ -657,7 +659,10 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
     println!("readers         0 in this process (readers of other processes are not visible; lag 0)");
     if trees {
         println!();
-        println!("{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>6}", "tree", "kind", "entries", "depth", "branch", "leaf", "overflow", "nested", "fill");
+        println!(
+            "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>6}",
+            "tree", "kind", "entries", "depth", "branch", "leaf", "overflow", "nested", "fill"
+        );
         for t in &tree_rows {
             println!(
                 "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>5.1}%",
@@ -689,7 +694,8 @@ fn check(db: &Path, json: bool) -> Res<u8> {
             return Err(Fail { code, err: f.err });
         }
     };
-    let report = env.check().map_err(|e| Fail { code: 2, err: anyhow::Error::new(e).context("check could not run") })?;
+    let report =
+        env.check().map_err(|e| Fail { code: 2, err: anyhow::Error::new(e).context("check could not run") })?;
     if json {
         let problems: Vec<_> = report
             .problems
@@ -718,7 +724,11 @@ fn check(db: &Path, json: bool) -> Res<u8> {
     } else if report.is_clean() {
         println!(
             "clean: {} pages checked ({} in use, {} free, {} reachable), {} journal records",
-            report.pages_checked, report.pages_in_use, report.free_pages, report.reachable_pages, report.journal_records
+            report.pages_checked,
+            report.pages_in_use,
+            report.free_pages,
+            report.reachable_pages,
+            report.journal_records
         );
     } else {
         for p in &report.problems {

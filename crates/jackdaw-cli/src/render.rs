@@ -61,7 +61,15 @@ pub(crate) fn text(name: &str, l: &TreeLayout) -> String {
         let longest = l.overflow.iter().max_by_key(|c| c.pages);
         let _ = writeln!(s, "overflow chains: {} ({} pages)", l.overflow.len(), ovf);
         for c in l.overflow.iter().take(20) {
-            let _ = writeln!(s, "  leaf {} -> pages {}..{} ({} pages, {} bytes)", c.leaf, c.first, c.first + c.pages - 1, c.pages, c.len);
+            let _ = writeln!(
+                s,
+                "  leaf {} -> pages {}..{} ({} pages, {} bytes)",
+                c.leaf,
+                c.first,
+                c.first + c.pages - 1,
+                c.pages,
+                c.len
+            );
         }
         if l.overflow.len() > 20 {
             let _ = writeln!(s, "  ... {} more", l.overflow.len() - 20);
@@ -154,7 +162,10 @@ pub(crate) fn svg(name: &str, l: &TreeLayout) -> String {
         l.depth,
         l.page_size
     );
-    let _ = writeln!(s, r##"<text x="10" y="38" fill="#555">each box is a page; the blue part is its fill; orange: overflow chains</text>"##);
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="38" fill="#555">each box is a page; the blue part is its fill; orange: overflow chains</text>"##
+    );
     let mut pos: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
     for (ri, (label, pages)) in rows.iter().enumerate() {
         let y = 60.0 + ri as f64 * row;
@@ -175,8 +186,9 @@ pub(crate) fn svg(name: &str, l: &TreeLayout) -> String {
                         s,
                         r##"<line x1="{}" y1="{}" x2="{}" y2="{y}" stroke="#bbb" stroke-width="0.5"/>"##,
                         par.0,
-                        par.1 + bh
-                    , x + bw / 2.0);
+                        par.1 + bh,
+                        x + bw / 2.0
+                    );
                 }
             }
             let f = fill(p);
