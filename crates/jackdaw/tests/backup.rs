@@ -319,3 +319,70 @@ fn hot_backup_while_a_writer_commits() {
         assert_eq!(bulk, bulk_before + expect, "{name}: the bulk tree with the writer's keys up to {}", stats.txid);
     }
 }
+
+/// A copy's free pages are holes (zeros): a copy that then takes many commits (reusing those
+/// pages) and crashes with them only in the journal recovers to exactly what was committed.
+/// On `MemStorage`, whose crash image (`deep_clone`) stands for the crash.
+#[test]
+fn a_copy_takes_writes_and_recovers_from_a_crash() {
+    use jackdaw::internals::MemStorage;
+    use jackdaw::FlusherMode;
+    let s = seed();
+    let mem = MemStorage::new();
+    let opts = || Options::default().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual);
+    let env = Env::open("/src", opts()).unwrap();
+    let mut rng = Rng(s);
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for _ in 0..20_000 {
+        let k = rng.below(50_000).to_be_bytes().to_vec();
+        let v = vec![rng.next() as u8; rng.below(300) as usize];
+        tx.put(&t, &k, &v).unwrap();
+        model.insert(k, v);
+    }
+    tx.commit().unwrap();
+    let mut tx = env.write().unwrap();
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    for k in keys.iter().filter(|_| rng.below(2) == 0) {
+        tx.delete(&t, k).unwrap();
+        model.remove(k);
+    }
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    assert!(env.stats().free_pages > 50, "the source has free pages: {:?}", env.stats().free_pages);
+    env.backup_to("/copy").unwrap();
+    drop(env);
+    let copy = Env::open("/copy", opts()).unwrap();
+    copy.check().unwrap().into_result().unwrap();
+    for round in 0..10 {
+        let mut tx = copy.write().unwrap();
+        let t = tx.open_tree("t").unwrap().unwrap();
+        for _ in 0..500 {
+            let k = rng.below(60_000).to_be_bytes().to_vec();
+            if rng.below(3) == 0 {
+                tx.delete(&t, &k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = vec![round as u8; rng.below(400) as usize];
+                tx.put(&t, &k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        tx.commit().unwrap();
+        if round == 4 {
+            copy.flush().unwrap();
+        }
+    }
+    let image = mem.deep_clone();
+    drop(copy);
+    for (what, storage) in [("closed", mem), ("crashed", image)] {
+        let env = Env::open("/copy", Options::default().storage(Arc::new(storage))).unwrap();
+        env.check().unwrap().into_result().unwrap();
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        let got: BTreeMap<Vec<u8>, Vec<u8>> =
+            r.range(&t, ..).unwrap().map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect();
+        assert!(got == model, "{what}: the copy's content after its own commits");
+    }
+}
