@@ -83,7 +83,7 @@ pub(crate) fn dump(env: &Env, names: &[String], w: &mut impl Write) -> Result<()
                     put(w, &k, &mut line)?;
                     put(w, &v, &mut line)?;
                     done += 1;
-                    if done % 4096 == 0 {
+                    if done.is_multiple_of(4096) {
                         bar.set_position(done);
                     }
                 }
@@ -97,7 +97,7 @@ pub(crate) fn dump(env: &Env, names: &[String], w: &mut impl Write) -> Result<()
                 put(w, &k, &mut line)?;
                 put(w, &v, &mut line)?;
                 done += 1;
-                if done % 4096 == 0 {
+                if done.is_multiple_of(4096) {
                     bar.set_position(done);
                 }
             }
@@ -150,7 +150,7 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64)
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        if *lineno % 8192 == 0 {
+        if lineno.is_multiple_of(8192) {
             bar.set_position(read_bytes);
         }
         Ok(true)

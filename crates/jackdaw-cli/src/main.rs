@@ -178,7 +178,8 @@ pub(crate) struct Fail {
 impl From<anyhow::Error> for Fail {
     fn from(err: anyhow::Error) -> Fail {
         let code = match err.downcast_ref::<Error>() {
-            Some(e) => cannot_examine(e).then_some(2).unwrap_or(1),
+            Some(e) if cannot_examine(e) => 2,
+            Some(_) => 1,
             None => 1,
         };
         Fail { code, err }
@@ -274,7 +275,7 @@ pub(crate) fn to_hex(b: &[u8]) -> String {
 
 pub(crate) fn from_hex(s: &str) -> anyhow::Result<Vec<u8>> {
     let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         bail!("hex {s:?} has an odd number of digits");
     }
     (0..s.len())

@@ -98,7 +98,9 @@ fn compact(root: &Path, n: u64) {
         src.data_file_bytes, src.pages_in_use, src.free_pages
     );
     println!("  compacted copy            {copy:>12} B ({copy_pages} pages in use; data file + journal after close; took {took:.2?}, txid {})", st.txid);
-    println!("  sequential load, one txn  {seq_bytes:>12} B ({seq_pages} pages in use; data file + journal after close)");
+    println!(
+        "  sequential load, one txn  {seq_bytes:>12} B ({seq_pages} pages in use; data file + journal after close)"
+    );
     println!("  copy / sequential load    {:.3} (target <= 1.05)", copy as f64 / seq_bytes as f64);
 }
 

@@ -382,15 +382,14 @@ fn copy_pages(
         for (i, is_free) in free.iter().enumerate() {
             let pgno = first + i as u64;
             let run_len = (buf.len() / ps) as u64;
-            if *is_free || run_len == RUN_PAGES as u64 || (run_len > 0 && run_first + run_len != pgno) {
-                if run_len > 0 {
-                    emit(run_first, &buf)?;
-                    done += run_len;
-                    if done % (16 * RUN_PAGES as u64) < run_len {
-                        options.report(BackupStage::Copy, done, shape.pages);
-                    }
-                    buf.clear();
+            // The run ends at a free page, at its size limit, or at a gap.
+            if run_len > 0 && (*is_free || run_len == RUN_PAGES as u64 || run_first + run_len != pgno) {
+                emit(run_first, &buf)?;
+                done += run_len;
+                if done % (16 * RUN_PAGES as u64) < run_len {
+                    options.report(BackupStage::Copy, done, shape.pages);
                 }
+                buf.clear();
             }
             if *is_free {
                 continue;

@@ -126,9 +126,7 @@ fn crashed_database_is_replayed_in_memory() {
 
     let snapshot = |s: &MemStorage| {
         let mut v: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-        for name in ["data.jdb"] {
-            v.push((name.into(), s.read_file(&dir.join(name))));
-        }
+        v.push(("data.jdb".into(), s.read_file(&dir.join("data.jdb"))));
         for name in s.list_dir(&dir.join("journal")).unwrap() {
             v.push((name.clone(), s.read_file(&dir.join("journal").join(&name))));
         }

@@ -117,7 +117,15 @@ fn walk<P: PageRead + ?Sized>(
         }
         n.checked_upper()?;
         let count = n.count();
-        out.pages.push(PageInfo { pgno: pg, level, parent, entries: count, used: n.used(), capacity: out.page_size - super::node::SLOTS, nested });
+        out.pages.push(PageInfo {
+            pgno: pg,
+            level,
+            parent,
+            entries: count,
+            used: n.used(),
+            capacity: out.page_size - super::node::SLOTS,
+            nested,
+        });
         for i in 0..count {
             if level > 0 {
                 queue.push_back((n.child(i)?, level - 1, Some(pg)));
@@ -126,7 +134,12 @@ fn walk<P: PageRead + ?Sized>(
             let (flags, v, _) = n.value(i)?;
             if flags == FLAG_OVERFLOW {
                 let (len, first) = overflow::decode_ref(v)?;
-                out.overflow.push(OverflowChain { leaf: pg, first, pages: overflow::pages_for(len, out.page_size), len });
+                out.overflow.push(OverflowChain {
+                    leaf: pg,
+                    first,
+                    pages: overflow::pages_for(len, out.page_size),
+                    len,
+                });
             } else if multi && flags == multi::FLAG_NESTED {
                 out.nested_lists += 1;
             } else if multi && flags == multi::FLAG_SUBTREE {
