@@ -283,6 +283,18 @@ fn check_exits_1_naming_the_page_of_a_flipped_byte() {
     assert!(v["problems"].as_array().unwrap().iter().any(|p| p["page"] == leaf));
     // Looking did not change it.
     assert_eq!(std::fs::read(a.join("data.jdb")).unwrap(), data);
+
+    // Both header slots damaged: the open itself fails with Corrupted, which is damage (1), not
+    // "cannot examine" (2).
+    let h = d.path().join("h");
+    build(&h, false);
+    let mut data = std::fs::read(h.join("data.jdb")).unwrap();
+    data[40] ^= 1;
+    data[4096 + 40] ^= 1;
+    std::fs::write(h.join("data.jdb"), &data).unwrap();
+    let o = jackdaw(&["check", p(&h)]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("damaged"), "{}", err(&o));
 }
 
 #[test]

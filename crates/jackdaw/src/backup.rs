@@ -13,9 +13,11 @@
 //! and an empty journal. Nothing needs replaying; the file is exactly as long as the snapshot's
 //! page high-water mark (free pages are holes).
 //!
-//! **Compaction**: the snapshot's trees are rebuilt, entry by entry in key order, into a
-//! scratch database (large transactions of sequential inserts: full leaves, pages allocated in
-//! order), whose snapshot is then copied as above. So the copy holds only live pages, packed,
+//! **Compaction**: the snapshot is first copied as above into a scratch directory (so it is held,
+//! and pins page versions of the source, only for the time of a sequential copy); that copy's
+//! trees are rebuilt, entry by entry in key order, into a scratch database (large transactions of
+//! sequential inserts: full leaves, pages allocated in order), whose snapshot is then copied as
+//! above. Scratch space: the source's pages in use plus the compacted size. So the copy holds only live pages, packed,
 //! with the same trees, keys and values; page numbers and tree identities are new. Why a rebuild
 //! rather than renumbering pages: the tree code already writes packed trees for sequential
 //! inserts, and a rebuild cannot carry a stale reference over; it costs one more write of the
@@ -181,9 +183,7 @@ impl Env {
         if options.compact {
             let work = out.tmp.join("compact.work");
             let r = (|| {
-                let scratch = compact_into(&rtx, &work, &self.core().opts, &options)?;
-                let source_txid = rtx.txid().get();
-                drop(rtx);
+                let (scratch, source_txid) = self.compacted(rtx, &work, &options)?;
                 let srtx = scratch.read()?;
                 let shape = shape_of(&srtx, self.core().db_id, compact_txid(source_txid, &srtx))?;
                 let bytes = copy_to_dir(&srtx, shape, &out, &options)?;
@@ -236,9 +236,9 @@ impl Env {
             let base = options.work_dir.clone().unwrap_or_else(std::env::temp_dir);
             let work = base.join(format!(".jackdaw-compact-{}-{}", std::process::id(), unique()));
             let r = (|| {
-                let scratch = compact_into(&rtx, &work, &self.core().opts, &options)?;
+                let (scratch, source_txid) = self.compacted(rtx, &work, &options)?;
                 let srtx = scratch.read()?;
-                let shape = shape_of(&srtx, self.core().db_id, compact_txid(rtx.txid().get(), &srtx))?;
+                let shape = shape_of(&srtx, self.core().db_id, compact_txid(source_txid, &srtx))?;
                 let bytes = write_stream(&srtx, shape, w, &options)?;
                 drop(srtx);
                 scratch.close()?;
@@ -250,6 +250,33 @@ impl Env {
         let shape = shape_of(&rtx, self.core().db_id, rtx.txid().get())?;
         let bytes = write_stream(&rtx, shape, w, &options)?;
         Ok(BackupStats { txid: TxId::new(shape.txid), bytes })
+    }
+}
+
+impl Env {
+    /// Compaction's first two steps, in `work`: a plain copy of `rtx`'s snapshot (so the snapshot
+    /// is held, and pins page versions of this `Env`, only while its pages are copied, at
+    /// sequential-read speed), then the rebuild of that copy's trees into a scratch database.
+    /// Returns the scratch `Env` (open) and the snapshot's transaction id.
+    fn compacted(&self, rtx: ReadTxn, work: &Path, options: &BackupOptions) -> Result<(Env, u64)> {
+        let core = self.core();
+        let source_txid = rtx.txid().get();
+        let snapshot = work.join("snapshot");
+        let out = DirOut::create(core.opts.storage.clone(), &snapshot)?;
+        let shape = shape_of(&rtx, core.db_id, source_txid)?;
+        copy_to_dir(&rtx, shape, &out, options)?;
+        drop(rtx);
+        out.finish(shape)?;
+        let src = Env::open(
+            &snapshot,
+            Options { storage: core.opts.storage.clone(), clock: core.opts.clock.clone(), ..Options::default() }
+                .read_only(true),
+        )?;
+        let srtx = src.read()?;
+        let scratch = compact_into(&srtx, &work.join("packed"), &core.opts, options)?;
+        drop(srtx);
+        src.close()?;
+        Ok((scratch, source_txid))
     }
 }
 
