@@ -129,7 +129,7 @@ struct Header {
 /// Read `mdb_dump` text from `r` into `env`; returns the entries loaded. `len` is the input's
 /// length when known (for the progress bar).
 pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64) -> Result<u64> {
-    let bar = crate::bar(len, "load");
+    let bar = if len > 0 { crate::bar(len, "load") } else { crate::spinner("load") };
     let mut line = Vec::new();
     let mut lineno = 0u64;
     let mut read_bytes = 0u64;

@@ -251,6 +251,19 @@ pub(crate) fn bar(total: u64, what: &str) -> indicatif::ProgressBar {
     b
 }
 
+/// A spinner with a byte count on stderr when it is a terminal (input of unknown length).
+pub(crate) fn spinner(what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {bytes} read ({bytes_per_sec})") {
+        b.set_style(style);
+    }
+    b.set_message(what.to_string());
+    b
+}
+
 /// Bytes as text when printable UTF-8, else hex with a `0x` prefix; `hex` forces hex.
 pub(crate) fn show(b: &[u8], hex: bool) -> String {
     if !hex {
@@ -651,12 +664,15 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
     );
     println!("last committed  transaction {}", s.last_committed_txid);
     println!("last flushed    transaction {}", s.last_flushed_txid);
-    println!(
-        "journal         {} (transactions {}..={} only in the journal)",
-        if unflushed { "holds transactions not yet in the data file" } else { "fully flushed" },
-        s.last_flushed_txid.get() + 1,
-        s.last_committed_txid
-    );
+    if unflushed {
+        println!(
+            "journal         {journal_bytes} bytes in files; transactions {}..={} are only in the journal (not yet in the data file)",
+            s.last_flushed_txid.get() + 1,
+            s.last_committed_txid
+        );
+    } else {
+        println!("journal         {journal_bytes} bytes in files; every transaction is in the data file");
+    }
     println!("readers         0 in this process (readers of other processes are not visible; lag 0)");
     if trees {
         println!();
