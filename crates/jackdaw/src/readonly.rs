@@ -11,7 +11,9 @@
 //!   written: not the data file, its header, the journal files (no file is recycled, removed or
 //!   set aside), nor a lock file. The memory cost is the pages the journal rebuilds.
 //! - **No writes**: no flusher thread, no journal writer; write transactions and batches fail with
-//!   `Error::ReadOnly`; `flush` and `sync` have nothing to do; `close` writes nothing.
+//!   `Error::ReadOnly`; `flush` and `sync` have nothing to do; `close` writes nothing. Every file
+//!   operation of the `Env` goes through `ReadOnlyStorage`, which refuses writes under the
+//!   database directory (and opens its files read-only).
 
 use crate::data::page::{self, PageKind};
 use crate::data::DataFile;
@@ -29,7 +31,7 @@ use crate::txn::page_table::PageTable;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, IoSlice};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Open the database in `dir` read-only (see the module doc).
@@ -60,7 +62,7 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
 
     // Replay into the overlay: the same code and checks as a normal open, writes kept in memory.
     let overlay = Arc::new(Overlay { base: file.clone(), pages: Mutex::new(BTreeMap::new()), len: Mutex::new(flen) });
-    let replay_storage: Arc<dyn Storage> = Arc::new(ReplayStorage { inner: storage.clone() });
+    let replay_storage: Arc<dyn Storage> = Arc::new(ReadOnlyStorage { inner: storage.clone(), dir: dir.to_path_buf() });
     let (end, paths) = {
         let scratch = DataFile::open(overlay.clone(), ps)?;
         recovery::replay(replay_storage.as_ref(), &journal_dir, &header, &scratch)?
@@ -93,6 +95,9 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         false,
     );
     let committed = Committed { txid: end.last_txid, next_page: end.next_page };
+    // From here on every file operation of this Env (check's journal scan included) goes through
+    // the read-only view: nothing under `dir` can be written, created, renamed or removed.
+    let opts = Options { storage: replay_storage, ..opts };
     Ok(Core {
         page_size: ps,
         db_id: header.db_id,
@@ -208,26 +213,42 @@ impl StorageFile for Overlay {
     }
 }
 
-/// The storage recovery uses in a read-only open: files opened read-only, and the one removal
-/// `recovery::list` makes (an unfinished `*.jnl.tmp`, which never held a record) skipped.
+/// The storage of a read-only `Env` (recovery and everything after): under the database
+/// directory, files open read-only, and creating, renaming, locking or writing a journal is
+/// refused; the one removal `recovery::list` makes (an unfinished `*.jnl.tmp`, which never held a
+/// record) is skipped. Paths elsewhere (a backup's destination, a compaction's scratch database)
+/// go to the real storage unchanged.
 #[derive(Debug)]
-struct ReplayStorage {
+struct ReadOnlyStorage {
     inner: Arc<dyn Storage>,
+    dir: PathBuf,
+}
+
+impl ReadOnlyStorage {
+    fn inside(&self, path: &Path) -> bool {
+        path.starts_with(&self.dir)
+    }
 }
 
 fn refused(what: &str, path: &Path) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, format!("read-only open: no {what} of {}", path.display()))
 }
 
-impl Storage for ReplayStorage {
-    fn open(&self, path: &Path, _mode: OpenMode) -> io::Result<Arc<dyn StorageFile>> {
-        self.inner.open(path, OpenMode::ReadOnly)
+impl Storage for ReadOnlyStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn StorageFile>> {
+        self.inner.open(path, if self.inside(path) { OpenMode::ReadOnly } else { mode })
     }
     fn open_journal(&self, path: &Path) -> io::Result<JournalHandles> {
-        Err(refused("journal writer", path))
+        if self.inside(path) {
+            return Err(refused("journal writer", path));
+        }
+        self.inner.open_journal(path)
     }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        Err(refused("directory creation", path))
+        if self.inside(path) {
+            return Err(refused("directory creation", path));
+        }
+        self.inner.create_dir_all(path)
     }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         self.inner.list_dir(path)
@@ -235,16 +256,37 @@ impl Storage for ReplayStorage {
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }
-    fn rename(&self, from: &Path, _to: &Path) -> io::Result<()> {
-        Err(refused("rename", from))
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.inside(from) || self.inside(to) {
+            return Err(refused("rename", from));
+        }
+        self.inner.rename(from, to)
     }
-    fn remove(&self, _path: &Path) -> io::Result<()> {
-        Ok(())
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        if self.inside(path) {
+            return Ok(());
+        }
+        self.inner.remove(path)
     }
-    fn sync_dir(&self, _path: &Path, _site: SyncSite) -> io::Result<()> {
-        Ok(())
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        if self.inside(path) {
+            return Err(refused("removal", path));
+        }
+        self.inner.remove_dir(path)
     }
-    fn lock(&self, path: &Path, _target: LockTarget) -> io::Result<LockAttempt> {
-        Err(refused("lock", path))
+    fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()> {
+        if self.inside(path) {
+            return Ok(());
+        }
+        self.inner.sync_dir(path, site)
+    }
+    fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt> {
+        if self.inside(path) {
+            return Err(refused("exclusive lock", path));
+        }
+        self.inner.lock(path, target)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<LockAttempt> {
+        self.inner.lock_shared(path)
     }
 }
