@@ -68,8 +68,12 @@ impl Env {
     /// closed cleanly.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Env> {
         opts.validate()?;
-        let core = Arc::new(open_core(path.as_ref(), opts)?);
-        let flusher = if core.opts.flusher == FlusherMode::Background {
+        let core = Arc::new(if opts.read_only {
+            crate::readonly::open_core(path.as_ref(), opts)?
+        } else {
+            open_core(path.as_ref(), opts)?
+        });
+        let flusher = if core.opts.flusher == FlusherMode::Background && !core.opts.read_only {
             let c = core.clone();
             let h = crate::sync::thread::Builder::new()
                 .name("jackdaw-flusher".into())
@@ -111,6 +115,10 @@ impl Env {
         if crate::txn::write::checking_on_this_thread(self.core()) {
             return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
         }
+        if self.core().opts.read_only {
+            // Nothing is ever written: nothing to flush.
+            return Ok(());
+        }
         flusher::flush_once(self.core())
     }
 
@@ -144,6 +152,9 @@ impl Env {
         }
         if let Err(e) = crate::txn::write::refuse_if_held(core) {
             return refuse(e);
+        }
+        if core.opts.read_only {
+            return refuse(Error::ReadOnly(core.dir.clone()));
         }
         let mut m = self.handle.merger.lock();
         if m.is_none() {
@@ -196,6 +207,10 @@ impl Env {
             return Err(Error::Poisoned(why));
         }
         let target = core.committed().txid;
+        if core.opts.read_only {
+            // Every transaction it sees is durable already (in the data file or the journal).
+            return Ok(TxId::new(target));
+        }
         {
             let j = core.journal.lock();
             if j.failed() {
@@ -262,7 +277,7 @@ fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()
         };
     }
     drop(writer);
-    let r = close_files(core, flusher);
+    let r = if core.opts.read_only { Ok(()) } else { close_files(core, flusher) };
     // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
     let readers = core.readers.lock();
     core.close_done.store(true, Ordering::Release);

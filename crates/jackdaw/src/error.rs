@@ -111,6 +111,10 @@ pub enum Error {
     /// A tree of that name exists already (rename target).
     #[error("a tree named {0} exists already")]
     TreeExists(String),
+    /// A write (a write transaction, a batch) on an environment opened with
+    /// `Options::read_only(true)`.
+    #[error("the database at {} is open read-only; reopen it without the read_only option to write", .0.display())]
+    ReadOnly(PathBuf),
     /// An argument out of range (an option, a page number past the end, ...).
     #[error("invalid argument: {0}")]
     Invalid(String),
@@ -229,6 +233,7 @@ mod tests {
             Error::WrongTreeKind("albums".into()),
             Error::TreeExists("albums".into()),
             Error::Invalid("page size 1000".into()),
+            Error::ReadOnly(std::path::PathBuf::from("/srv/db")),
         ];
         for e in &all {
             match e {
@@ -248,7 +253,8 @@ mod tests {
                 | Error::NoSuchTree(_)
                 | Error::WrongTreeKind(_)
                 | Error::TreeExists(_)
-                | Error::Invalid(_) => {}
+                | Error::Invalid(_)
+                | Error::ReadOnly(_) => {}
             }
         }
         all

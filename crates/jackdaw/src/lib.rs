@@ -78,6 +78,7 @@ macro_rules! internals_pub {
 }
 
 mod api;
+mod backup;
 mod batch;
 mod data;
 mod env;
@@ -85,6 +86,7 @@ mod error;
 mod ids;
 mod journal;
 mod options;
+mod readonly;
 mod stats;
 // Parts of it are used only by tests and tools, through `internals`.
 #[cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
@@ -115,6 +117,7 @@ pub use api::{
     Bytes, Cursor, Iter, KeyIter, KeyRange, Keys, Range, ReadCursor, ReadTxn, ReadValues, SnapSource, Source, Tree,
     TreeStats, TxSource, ValueReader, Values, WriteCursor, WriteKeys, WriteRange, WriteTxn, WriteValues,
 };
+pub use backup::{restore_from, BackupOptions, BackupProgress, BackupStage, BackupStats};
 pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;
 pub use error::{Error, Limit, Result};
@@ -139,6 +142,7 @@ pub mod internals {
     pub use crate::data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
     pub use crate::options::{Clock, ManualClock, SystemClock};
     pub use crate::storage::*;
+    pub use crate::tree::layout::{tree_layout, NestedTree, OverflowChain, PageInfo, TreeLayout};
     pub use crate::txn::PageRef;
 }
 #[cfg(feature = "serde")]

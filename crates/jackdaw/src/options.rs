@@ -116,6 +116,7 @@ impl Clock for ManualClock {
 ///   file, as pages written once (synced at commit), and reuses their buffers: a big transaction
 ///   (a bulk load) needs bounded memory. A spilled page changed again is read back. 0 disables
 ///   spilling (so does `write_once_min_pages` 0);
+/// - `read_only`: off (see [`Options::read_only`]);
 /// - `flush_log`: off (when on, each journal write and each flush prints one line to stderr:
 ///   pages, bytes, time and pages by kind — leaves, branches, overflow, free-space maps, meta);
 /// - `storage`: the real file system (feature `internals`: another storage);
@@ -137,6 +138,7 @@ pub struct Options {
     /// The largest record payload (`u32::MAX`, what the record header can say; lower only in
     /// tests, through `max_record_bytes`).
     pub(crate) max_record_bytes: u64,
+    pub(crate) read_only: bool,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
 }
@@ -157,6 +159,7 @@ impl Default for Options {
             max_dirty_pages: 8192,
             flush_log: false,
             max_record_bytes: u32::MAX as u64,
+            read_only: false,
             storage: Arc::new(FsStorage),
             clock: Arc::new(SystemClock::default()),
         }
@@ -224,6 +227,16 @@ impl Options {
     /// Print one line per journal write and per flush to stderr (default off).
     pub fn flush_log(mut self, on: bool) -> Self {
         self.flush_log = on;
+        self
+    }
+    /// Open without writing anything (default off): the database must exist; it is locked
+    /// shared, so any number of read-only `Env`s (in any processes) can have it open at once, and
+    /// none while a writing `Env` has it (`Error::Locked` both ways); a journal left by a crash is
+    /// replayed in memory, not into the data file; write transactions and batches fail with
+    /// `Error::ReadOnly`. For looking at a database (a crashed one included) without changing
+    /// it.
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only = on;
         self
     }
     internals_pub! {

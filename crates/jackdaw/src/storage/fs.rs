@@ -29,7 +29,7 @@ impl LockGuard for FsLock {}
 impl Storage for FsStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn StorageFile>> {
         let mut o = OpenOptions::new();
-        o.read(true).write(true);
+        o.read(true).write(mode != OpenMode::ReadOnly);
         if mode == OpenMode::CreateReadWrite {
             o.create(true);
         }
@@ -74,6 +74,14 @@ impl Storage for FsStorage {
         fs::remove_file(path)
     }
 
+    fn lock_shared(&self, path: &Path) -> io::Result<LockAttempt> {
+        FsStorage::lock_shared_file(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
+
     fn sync_dir(&self, path: &Path, _site: SyncSite) -> io::Result<()> {
         File::open(path)?.sync_all()
     }
@@ -112,6 +120,18 @@ impl Storage for FsStorage {
                 });
                 Ok(LockAttempt::Held { pid })
             }
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+impl FsStorage {
+    /// `flock(LOCK_SH | LOCK_NB)` (see `lock`).
+    fn lock_shared_file(path: &Path) -> io::Result<LockAttempt> {
+        let file = File::open(path)?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(LockAttempt::Acquired(Box::new(FsLock { _file: file }))),
+            Err(fs::TryLockError::WouldBlock) => Ok(LockAttempt::Held { pid: flock_holder(&file) }),
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
     }

@@ -132,7 +132,7 @@ impl Storage for MemStorage {
         if let Some(f) = fs.files.get(path) {
             return Ok(f.clone());
         }
-        if mode == OpenMode::ReadWrite {
+        if mode != OpenMode::CreateReadWrite {
             return Err(not_found(path));
         }
         let f = Arc::new(MemFile::new());
@@ -176,9 +176,34 @@ impl Storage for MemStorage {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut fs = self.inner.lock();
-        let f = fs.files.remove(from).ok_or_else(|| not_found(from))?;
-        fs.files.insert(to.to_path_buf(), f);
+        if let Some(f) = fs.files.remove(from) {
+            fs.files.insert(to.to_path_buf(), f);
+            return Ok(());
+        }
+        if !fs.dirs.contains(from) {
+            return Err(not_found(from));
+        }
+        // A directory (a backup's temporary one): everything under it moves.
+        let moved = |p: &Path| to.join(p.strip_prefix(from).unwrap_or(p));
+        let files: Vec<PathBuf> = fs.files.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for p in files {
+            if let Some(f) = fs.files.remove(&p) {
+                fs.files.insert(moved(&p), f);
+            }
+        }
+        let dirs: Vec<PathBuf> = fs.dirs.iter().filter(|p| p.starts_with(from)).cloned().collect();
+        for p in dirs {
+            fs.dirs.remove(&p);
+            fs.dirs.insert(moved(&p));
+        }
         Ok(())
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let mut fs = self.inner.lock();
+        if fs.files.keys().chain(fs.dirs.iter()).any(|p| p != path && p.starts_with(path)) {
+            return Err(io::Error::new(io::ErrorKind::DirectoryNotEmpty, format!("{} is not empty", path.display())));
+        }
+        fs.dirs.remove(path).then_some(()).ok_or_else(|| not_found(path))
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.lock().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))

@@ -83,6 +83,8 @@ pub enum OpenMode {
     CreateReadWrite,
     /// Read and write; the file must exist.
     ReadWrite,
+    /// Read only; the file must exist (`Options::read_only`).
+    ReadOnly,
 }
 
 /// How journal writes reach the device.
@@ -120,6 +122,10 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     /// Atomic rename within one directory.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Remove an empty directory (temporary directories of a backup). The default refuses.
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, format!("cannot remove directory {}", path.display())))
+    }
     /// Make the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, path: &Path, site: SyncSite) -> io::Result<()>;
     /// Take an exclusive lock on `path` without waiting: `LockAttempt::Held` when someone else
@@ -129,6 +135,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     /// when the engine closes another handle of the same file (`FsStorage` uses `flock`, an
     /// open-file-description lock; see there).
     fn lock(&self, path: &Path, target: LockTarget) -> io::Result<LockAttempt>;
+    /// Take a shared lock on the existing file `path` without waiting (`Options::read_only`):
+    /// shared locks coexist, and conflict with the exclusive ones of [`Storage::lock`]. The
+    /// default takes the exclusive lock (correct, but one reader at a time).
+    fn lock_shared(&self, path: &Path) -> io::Result<LockAttempt> {
+        self.lock(path, LockTarget::Existing)
+    }
 }
 
 /// Which file [`Storage::lock`] locks.

@@ -5,6 +5,8 @@
 pub(crate) mod btree;
 pub(crate) mod check;
 pub(crate) mod cursor;
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
+pub(crate) mod layout;
 pub(crate) mod multi;
 pub(crate) mod node;
 pub(crate) mod overflow;

@@ -172,6 +172,9 @@ impl Core {
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.opts.read_only {
+            return Err(Error::ReadOnly(self.dir.clone()));
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }

@@ -1,0 +1,760 @@
+//! `jackdaw`: look inside a Jackdaw database, move data in and out (LMDB's `mdb_dump` text
+//! format), take it elsewhere (hot backup, compaction, a streamed copy). See README.md.
+//!
+//! Exit status: 0 success; 1 failure (for `check`: the database is damaged); 2 the database
+//! cannot be examined (locked by a writer, not a Jackdaw database, unsupported format, I/O).
+
+mod dump;
+mod render;
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Parser, Subcommand};
+use jackdaw::{Env, Error, Options};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "jackdaw", version, about = "Look inside a Jackdaw database, move data in and out, back it up")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Show page size, file sizes, pages used and free, transaction ids (and, with --trees, each tree's shape).
+    Stat {
+        /// The database directory.
+        db: PathBuf,
+        /// Also show each tree: kind, entries, depth, pages by kind, average leaf fill.
+        #[arg(long)]
+        trees: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify the whole database; exit 0 clean, 1 damaged, 2 when it cannot be examined.
+    Check {
+        /// The database directory.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write trees in the text format of LMDB's mdb_dump (to stdout, or -o FILE).
+    Dump {
+        /// The database directory.
+        db: PathBuf,
+        /// Dump only this tree (repeatable); default every tree.
+        #[arg(short = 't', long = "tree")]
+        trees: Vec<String>,
+        /// Write to FILE instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Read mdb_dump text (stdin, or -f FILE) into the database, creating it and its trees as needed.
+    Load {
+        /// The database directory.
+        db: PathBuf,
+        /// Read from FILE instead of stdin.
+        #[arg(short = 'f', long = "file")]
+        file: Option<PathBuf>,
+        /// Load into this tree, whatever the input's database= says.
+        #[arg(short = 't', long = "tree")]
+        tree: Option<String>,
+    },
+    /// Print the value of KEY in TREE (a multi-value tree: every value, one a line).
+    Get {
+        /// The database directory.
+        db: PathBuf,
+        /// The tree.
+        tree: String,
+        /// The key (hex with --hex).
+        key: String,
+        /// Keys in and values out as hex.
+        #[arg(long)]
+        hex: bool,
+    },
+    /// Set KEY to VALUE in TREE (creating a plain tree if missing; a multi-value tree gets VALUE added).
+    Put {
+        /// The database directory.
+        db: PathBuf,
+        /// The tree.
+        tree: String,
+        /// The key (hex with --hex).
+        key: String,
+        /// The value (hex with --hex).
+        value: String,
+        /// Parse KEY and VALUE as hex.
+        #[arg(long)]
+        hex: bool,
+    },
+    /// Delete KEY from TREE (a multi-value tree: every value of KEY, or only VALUE).
+    Del {
+        /// The database directory.
+        db: PathBuf,
+        /// The tree.
+        tree: String,
+        /// The key (hex with --hex).
+        key: String,
+        /// In a multi-value tree, delete only this value.
+        value: Option<String>,
+        /// Parse KEY and VALUE as hex.
+        #[arg(long)]
+        hex: bool,
+    },
+    /// List entries of TREE in key order, one "key<TAB>value" a line.
+    Scan {
+        /// The database directory.
+        db: PathBuf,
+        /// The tree.
+        tree: String,
+        /// Only keys starting with P.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// From key K (included).
+        #[arg(long)]
+        from: Option<String>,
+        /// Up to key K (excluded).
+        #[arg(long)]
+        to: Option<String>,
+        /// Last key first.
+        #[arg(long)]
+        reverse: bool,
+        /// At most N entries.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Print keys only.
+        #[arg(long)]
+        keys_only: bool,
+        /// Keys in and out as hex (values out too).
+        #[arg(long)]
+        hex: bool,
+    },
+    /// List the trees: name, kind, entries.
+    Trees {
+        /// The database directory.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw one tree: levels, pages per level, fill, overflow chains, nested trees (text, or --svg FILE).
+    Tree {
+        /// The database directory.
+        db: PathBuf,
+        /// The tree.
+        tree: String,
+        /// Write an SVG picture to FILE (open it in a browser).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// Copy the database into the new directory DEST, or stream it to stdout with "-".
+    Backup {
+        /// The database directory.
+        db: PathBuf,
+        /// A new directory, or "-" for the streamed form on stdout (read back by `jackdaw restore`).
+        dest: PathBuf,
+        /// Write only live pages, packed: the copy is as small as its content.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Turn a streamed backup (a file, or "-" for stdin) back into a database directory DEST.
+    Restore {
+        /// The streamed backup, or "-" for stdin.
+        archive: PathBuf,
+        /// The new database directory.
+        dest: PathBuf,
+    },
+}
+
+/// A failure with its exit status.
+pub(crate) struct Fail {
+    code: u8,
+    err: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Fail {
+    fn from(err: anyhow::Error) -> Fail {
+        let code = match err.downcast_ref::<Error>() {
+            Some(e) if cannot_examine(e) => 2,
+            Some(_) => 1,
+            None => 1,
+        };
+        Fail { code, err }
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::from(anyhow::Error::new(e))
+    }
+}
+
+/// Errors that mean the database cannot be examined at all (exit 2).
+fn cannot_examine(e: &Error) -> bool {
+    matches!(e, Error::Locked { .. } | Error::NotADatabase(_) | Error::IncompatibleFormat(_) | Error::Io { .. })
+}
+
+type Res<T = ()> = Result<T, Fail>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("jackdaw: {:#}", f.err);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Open `db` (read-only unless `write`), with the lock message a person can act on.
+fn open(db: &Path, write: bool, backup: bool) -> Res<Env> {
+    if !db.join("data.jdb").exists() && !write {
+        return Err(Fail { code: 2, err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()) });
+    }
+    match Env::open(db, Options::default().read_only(!write)) {
+        Ok(env) => Ok(env),
+        Err(Error::Locked { path, pid }) => {
+            let who = pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}"));
+            let mut msg = format!(
+                "{} is locked: {who} has it open{}; try again once it has closed it",
+                path.display(),
+                if write { "" } else { " for writing" }
+            );
+            if backup {
+                msg.push_str(
+                    ". A backup cannot be hot across processes: a program that wants to back itself up while it \
+                     runs calls Env::backup_to (or Env::backup_to_writer) on its own Env",
+                );
+            }
+            Err(Fail { code: 2, err: anyhow!(msg) })
+        }
+        Err(e) => Err(Fail::from(anyhow::Error::new(e).context(format!("cannot open {}", db.display())))),
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+pub(crate) fn bar(total: u64, what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(total);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})").map(|s| s.progress_chars("=> "))
+    {
+        b.set_style(style);
+    }
+    b.set_message(what.to_string());
+    b
+}
+
+/// A spinner with a byte count on stderr when it is a terminal (input of unknown length).
+pub(crate) fn spinner(what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {bytes} read ({bytes_per_sec})") {
+        b.set_style(style);
+    }
+    b.set_message(what.to_string());
+    b
+}
+
+/// Bytes as text when printable UTF-8, else hex with a `0x` prefix; `hex` forces hex.
+pub(crate) fn show(b: &[u8], hex: bool) -> String {
+    if !hex {
+        if let Ok(s) = std::str::from_utf8(b) {
+            if !s.is_empty() && !s.chars().any(|c| c.is_control()) && !s.starts_with("0x") {
+                return s.to_string();
+            }
+        }
+    }
+    format!("0x{}", to_hex(b))
+}
+
+pub(crate) fn to_hex(b: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(H[(x >> 4) as usize] as char);
+        s.push(H[(x & 15) as usize] as char);
+    }
+    s
+}
+
+pub(crate) fn from_hex(s: &str) -> anyhow::Result<Vec<u8>> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if !s.len().is_multiple_of(2) {
+        bail!("hex {s:?} has an odd number of digits");
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| anyhow!("{s:?} is not hex")))
+        .collect()
+}
+
+fn arg(s: &str, hex: bool) -> Res<Vec<u8>> {
+    if hex {
+        Ok(from_hex(s)?)
+    } else {
+        Ok(s.as_bytes().to_vec())
+    }
+}
+
+fn run(cli: Cli) -> Res<u8> {
+    match cli.cmd {
+        Cmd::Stat { db, trees, json } => stat(&db, trees, json).map(|_| 0),
+        Cmd::Check { db, json } => check(&db, json),
+        Cmd::Dump { db, trees, output } => {
+            let env = open(&db, false, false)?;
+            match output {
+                Some(p) => {
+                    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    dump::dump(&env, &trees, &mut w)?;
+                    w.flush().context("write dump")?;
+                }
+                None => {
+                    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                    match dump::dump(&env, &trees, &mut w).and_then(|_| w.flush().map_err(|e| e.into())) {
+                        Err(e) if is_broken_pipe(&e) => return Ok(0),
+                        r => r?,
+                    }
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Load { db, file, tree } => {
+            let env = open(&db, true, false)?;
+            let n = match file {
+                Some(p) => {
+                    let f = std::fs::File::open(&p).with_context(|| format!("open {}", p.display()))?;
+                    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    dump::load(&env, std::io::BufReader::new(f), tree.as_deref(), len)?
+                }
+                None => dump::load(&env, std::io::BufReader::new(std::io::stdin().lock()), tree.as_deref(), 0)?,
+            };
+            env.close()?;
+            eprintln!("jackdaw: loaded {n} entries");
+            Ok(0)
+        }
+        Cmd::Get { db, tree, key, hex } => {
+            let env = open(&db, false, false)?;
+            let r = env.read()?;
+            let t = r.open_tree(&tree)?.ok_or_else(|| anyhow!("no tree named {tree:?} in {}", db.display()))?;
+            let key = arg(&key, hex)?;
+            let mut out = std::io::stdout().lock();
+            if t.is_multi() {
+                let mut any = false;
+                for v in r.multi_get(&t, &key)? {
+                    writeln!(out, "{}", show(&v?, hex)).context("write")?;
+                    any = true;
+                }
+                if !any {
+                    return Err(Fail { code: 1, err: anyhow!("key {} not found in {tree}", show(&key, hex)) });
+                }
+            } else {
+                match r.get(&t, &key)? {
+                    Some(v) => writeln!(out, "{}", show(&v, hex)).context("write")?,
+                    None => return Err(Fail { code: 1, err: anyhow!("key {} not found in {tree}", show(&key, hex)) }),
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Put { db, tree, key, value, hex } => {
+            let env = open(&db, true, false)?;
+            let (key, value) = (arg(&key, hex)?, arg(&value, hex)?);
+            let mut tx = env.write()?;
+            let t = match tx.open_tree(&tree)? {
+                Some(t) => t,
+                None => tx.create_tree(&tree)?,
+            };
+            if t.is_multi() {
+                tx.multi_put(&t, &key, &value)?;
+            } else {
+                tx.put(&t, &key, &value)?;
+            }
+            tx.commit()?;
+            env.close()?;
+            Ok(0)
+        }
+        Cmd::Del { db, tree, key, value, hex } => {
+            let env = open(&db, true, false)?;
+            let key = arg(&key, hex)?;
+            let mut tx = env.write()?;
+            let t = tx.open_tree(&tree)?.ok_or_else(|| anyhow!("no tree named {tree:?} in {}", db.display()))?;
+            let found = match (&value, t.is_multi()) {
+                (Some(v), true) => tx.multi_delete(&t, &key, arg(v, hex)?)?,
+                (None, true) => tx.multi_delete_all(&t, &key)? > 0,
+                (Some(_), false) => {
+                    return Err(Fail { code: 1, err: anyhow!("{tree} is a plain tree: give no VALUE") })
+                }
+                (None, false) => tx.delete(&t, &key)?,
+            };
+            tx.commit()?;
+            env.close()?;
+            if !found {
+                return Err(Fail { code: 1, err: anyhow!("key {} not found in {tree}", show(&key, hex)) });
+            }
+            Ok(0)
+        }
+        Cmd::Scan { db, tree, prefix, from, to, reverse, limit, keys_only, hex } => {
+            let env = open(&db, false, false)?;
+            let r = env.read()?;
+            let t = r.open_tree(&tree)?.ok_or_else(|| anyhow!("no tree named {tree:?} in {}", db.display()))?;
+            let from = from.map(|s| arg(&s, hex)).transpose()?;
+            let to = to.map(|s| arg(&s, hex)).transpose()?;
+            let prefix = prefix.map(|s| arg(&s, hex)).transpose()?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let r2 = scan(&r, &t, from, to, prefix, reverse, limit, keys_only, hex, &mut out);
+            match r2.and_then(|_| out.flush().map_err(anyhow::Error::from)) {
+                Err(e) if is_broken_pipe(&e) => Ok(0),
+                Err(e) => Err(e.into()),
+                Ok(()) => Ok(0),
+            }
+        }
+        Cmd::Trees { db, json } => {
+            let env = open(&db, false, false)?;
+            let r = env.read()?;
+            let mut rows = Vec::new();
+            for name in r.list_trees()? {
+                let t = r.open_tree(&name)?.ok_or_else(|| anyhow!("tree {name} vanished"))?;
+                rows.push((name, t.is_multi(), r.tree_stats(&t)?.entries));
+            }
+            if json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|(n, m, e)| serde_json::json!({"name": n, "kind": if *m {"multi"} else {"plain"}, "entries": e}))
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else {
+                for (n, m, e) in rows {
+                    println!("{n}\t{}\t{e}", if m { "multi" } else { "plain" });
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Tree { db, tree, svg } => {
+            let env = open(&db, false, false)?;
+            let r = env.read()?;
+            let t = r.open_tree(&tree)?.ok_or_else(|| anyhow!("no tree named {tree:?} in {}", db.display()))?;
+            let layout = jackdaw::internals::tree_layout(&r, &t)?;
+            match svg {
+                Some(p) => {
+                    std::fs::write(&p, render::svg(&tree, &layout))
+                        .with_context(|| format!("write {}", p.display()))?;
+                    eprintln!("jackdaw: wrote {}", p.display());
+                }
+                None => print!("{}", render::text(&tree, &layout)),
+            }
+            Ok(0)
+        }
+        Cmd::Backup { db, dest, compact } => {
+            let env = open(&db, false, true)?;
+            let b = bar(0, if compact { "compact" } else { "backup" });
+            let bb = b.clone();
+            let opts = jackdaw::BackupOptions::default().compact(compact).progress(move |p| {
+                bb.set_length(p.total);
+                bb.set_position(p.done);
+                bb.set_message(match p.stage {
+                    jackdaw::BackupStage::Compact => "rebuild",
+                    _ => "copy",
+                });
+            });
+            let stats = if dest.as_os_str() == "-" {
+                let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                env.backup_to_writer_with(&mut w, opts.work_dir(std::env::temp_dir()))?
+            } else {
+                env.backup_to_with(&dest, opts)?
+            };
+            b.finish_and_clear();
+            eprintln!("jackdaw: backup of transaction {}: {} bytes", stats.txid, stats.bytes);
+            Ok(0)
+        }
+        Cmd::Restore { archive, dest } => {
+            let stats = if archive.as_os_str() == "-" {
+                jackdaw::restore_from(std::io::BufReader::new(std::io::stdin().lock()), &dest)?
+            } else {
+                let f = std::fs::File::open(&archive).with_context(|| format!("open {}", archive.display()))?;
+                jackdaw::restore_from(std::io::BufReader::new(f), &dest)?
+            };
+            eprintln!("jackdaw: restored transaction {} into {}", stats.txid, dest.display());
+            Ok(0)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<Error>().is_some_and(
+                |j| matches!(j, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe),
+            )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    r: &jackdaw::ReadTxn,
+    t: &jackdaw::Tree,
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
+    reverse: bool,
+    limit: Option<u64>,
+    keys_only: bool,
+    hex: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    use std::ops::Bound;
+    let mut lo = from.map_or(Bound::Unbounded, Bound::Included);
+    let mut hi = to.map_or(Bound::Unbounded, Bound::Excluded);
+    if let Some(p) = &prefix {
+        // The prefix narrows the range: [p, next(p)).
+        let plo = Bound::Included(p.clone());
+        lo = match lo {
+            Bound::Included(k) if k > *p => Bound::Included(k),
+            _ => plo,
+        };
+        let mut end = p.clone();
+        while end.last() == Some(&0xff) {
+            end.pop();
+        }
+        if let Some(l) = end.last_mut() {
+            *l += 1;
+            hi = match hi {
+                Bound::Excluded(k) if k < end => Bound::Excluded(k),
+                _ => Bound::Excluded(end),
+            };
+        }
+    }
+    let mut n = 0u64;
+    let max = limit.unwrap_or(u64::MAX);
+    let range = (lo, hi);
+    if t.is_multi() {
+        let keys = r.keys(t, range)?;
+        let keys: Box<dyn Iterator<Item = jackdaw::Result<jackdaw::Bytes>>> =
+            if reverse { Box::new(keys.rev()) } else { Box::new(keys) };
+        'outer: for k in keys {
+            let k = k?;
+            if keys_only {
+                if n >= max {
+                    break;
+                }
+                writeln!(out, "{}", show(&k, hex))?;
+                n += 1;
+                continue;
+            }
+            let vals = r.multi_get(t, &k)?;
+            let vals: Box<dyn Iterator<Item = jackdaw::Result<jackdaw::Bytes>>> =
+                if reverse { Box::new(vals.rev()) } else { Box::new(vals) };
+            for v in vals {
+                if n >= max {
+                    break 'outer;
+                }
+                writeln!(out, "{}\t{}", show(&k, hex), show(&v?, hex))?;
+                n += 1;
+            }
+        }
+    } else {
+        let it = r.range(t, range)?;
+        let it: Box<dyn Iterator<Item = jackdaw::Result<(jackdaw::Bytes, jackdaw::Bytes)>>> =
+            if reverse { Box::new(it.rev()) } else { Box::new(it) };
+        for e in it {
+            if n >= max {
+                break;
+            }
+            let (k, v) = e?;
+            if keys_only {
+                writeln!(out, "{}", show(&k, hex))?;
+            } else {
+                writeln!(out, "{}\t{}", show(&k, hex), show(&v, hex))?;
+            }
+            n += 1;
+        }
+    }
+    Ok(())
+}
+
+fn stat(db: &Path, trees: bool, json: bool) -> Res {
+    let env = open(db, false, false)?;
+    let s = env.stats();
+    let r = env.read()?;
+    let mut journal = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(db.join("journal")) {
+        for e in rd.flatten() {
+            let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+            journal.push((e.file_name().to_string_lossy().into_owned(), len));
+        }
+    }
+    journal.sort();
+    let mut tree_rows = Vec::new();
+    let (mut branch, mut leaf, mut overflow) = (0u64, 0u64, 0u64);
+    for name in r.list_trees()? {
+        let t = r.open_tree(&name)?.ok_or_else(|| anyhow!("tree {name} vanished"))?;
+        let ts = r.tree_stats(&t)?;
+        branch += ts.branch_pages;
+        leaf += ts.leaf_pages;
+        overflow += ts.overflow_pages;
+        if trees {
+            let l = jackdaw::internals::tree_layout(&r, &t)?;
+            let own = |lvl: fn(u32) -> bool| l.pages.iter().filter(|p| p.nested.is_none() && lvl(p.level)).count();
+            let nested = l.pages.iter().filter(|p| p.nested.is_some()).count();
+            let leaves: Vec<_> = l.pages.iter().filter(|p| p.level == 0).collect();
+            let fill = if leaves.is_empty() {
+                0.0
+            } else {
+                leaves.iter().map(|p| p.used as f64 / p.capacity as f64).sum::<f64>() / leaves.len() as f64
+            };
+            tree_rows.push(serde_json::json!({
+                "name": name,
+                "kind": if t.is_multi() { "multi" } else { "plain" },
+                "entries": ts.entries,
+                "depth": ts.depth,
+                "branch_pages": own(|l| l > 0),
+                "leaf_pages": own(|l| l == 0),
+                "overflow_pages": l.overflow.iter().map(|c| c.pages).sum::<u64>(),
+                "nested_pages": nested,
+                "nested_trees": l.nested.len(),
+                "avg_leaf_fill": (fill * 1000.0).round() / 1000.0,
+            }));
+        }
+    }
+    let meta = 1u64;
+    let bitmaps = s.next_page.div_ceil(((s.page_size - 32) * 8) as u64);
+    let catalog = s.pages_in_use.saturating_sub(branch + leaf + overflow + bitmaps + meta);
+    let unflushed = s.last_committed_txid.get() > s.last_flushed_txid.get();
+    let journal_bytes: u64 = journal.iter().map(|(_, b)| b).sum();
+    let v = serde_json::json!({
+        "path": db.display().to_string(),
+        "page_size": s.page_size,
+        "data_file_bytes": s.data_file_bytes,
+        "journal_files": journal.iter().map(|(n, b)| serde_json::json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+        "pages": {
+            "high_water": s.next_page,
+            "in_use": s.pages_in_use,
+            "free": s.free_pages,
+            "by_kind": {"branch": branch, "leaf": leaf, "overflow": overflow, "free_space_map": bitmaps, "meta": meta, "catalog": catalog},
+        },
+        "last_committed_txid": s.last_committed_txid.get(),
+        "last_flushed_txid": s.last_flushed_txid.get(),
+        "journal_not_flushed": unflushed,
+        "journal_bytes": journal_bytes,
+        "readers": s.readers.len().saturating_sub(1),
+        "oldest_reader_lag": 0,
+        "trees": if trees { serde_json::Value::Array(tree_rows.clone()) } else { serde_json::Value::Null },
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?);
+        return Ok(());
+    }
+    println!("database        {}", db.display());
+    println!("page size       {}", s.page_size);
+    println!("data file       {} bytes", s.data_file_bytes);
+    for (n, b) in &journal {
+        println!("journal file    {n}: {b} bytes");
+    }
+    println!("pages           {} in use, {} free, high-water mark {}", s.pages_in_use, s.free_pages, s.next_page);
+    println!(
+        "pages by kind   branch {branch}, leaf {leaf}, overflow {overflow}, free-space map {bitmaps}, meta {meta}, tree catalog {catalog}"
+    );
+    println!("last committed  transaction {}", s.last_committed_txid);
+    println!("last flushed    transaction {}", s.last_flushed_txid);
+    if unflushed {
+        println!(
+            "journal         {journal_bytes} bytes in files; transactions {}..={} are only in the journal (not yet in the data file)",
+            s.last_flushed_txid.get() + 1,
+            s.last_committed_txid
+        );
+    } else {
+        println!("journal         {journal_bytes} bytes in files; every transaction is in the data file");
+    }
+    println!("readers         0 in this process (readers of other processes are not visible; lag 0)");
+    if trees {
+        println!();
+        println!(
+            "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>6}",
+            "tree", "kind", "entries", "depth", "branch", "leaf", "overflow", "nested", "fill"
+        );
+        for t in &tree_rows {
+            println!(
+                "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>5.1}%",
+                t["name"].as_str().unwrap_or(""),
+                t["kind"].as_str().unwrap_or(""),
+                t["entries"].to_string(),
+                t["depth"].to_string(),
+                t["branch_pages"].to_string(),
+                t["leaf_pages"].to_string(),
+                t["overflow_pages"].to_string(),
+                t["nested_pages"].to_string(),
+                t["avg_leaf_fill"].as_f64().unwrap_or(0.0) * 100.0
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check(db: &Path, json: bool) -> Res<u8> {
+    let env = match open(db, false, false) {
+        Ok(e) => e,
+        Err(f) => {
+            // The open itself met damage: the database is damaged (1), not unexaminable.
+            let damaged = f.err.chain().any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::Corrupted { .. })));
+            let code = if damaged { 1 } else { 2 };
+            if json {
+                println!("{}", serde_json::json!({"clean": false, "exit": code, "error": format!("{:#}", f.err)}));
+            }
+            return Err(Fail { code, err: f.err });
+        }
+    };
+    let report =
+        env.check().map_err(|e| Fail { code: 2, err: anyhow::Error::new(e).context("check could not run") })?;
+    if json {
+        let problems: Vec<_> = report
+            .problems
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "page": p.page.map(|n| n.get()),
+                    "tree": p.tree,
+                    "kind": format!("{:?}", p.kind),
+                    "detail": p.detail,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "clean": report.is_clean(),
+                "pages_checked": report.pages_checked,
+                "pages_in_use": report.pages_in_use,
+                "free_pages": report.free_pages,
+                "reachable_pages": report.reachable_pages,
+                "journal_records": report.journal_records,
+                "problems": problems,
+            })
+        );
+    } else if report.is_clean() {
+        println!(
+            "clean: {} pages checked ({} in use, {} free, {} reachable), {} journal records",
+            report.pages_checked,
+            report.pages_in_use,
+            report.free_pages,
+            report.reachable_pages,
+            report.journal_records
+        );
+    } else {
+        for p in &report.problems {
+            match p.page {
+                Some(pg) => println!("page {pg}: {}", p.detail),
+                None => println!("{}", p.detail),
+            }
+        }
+        println!("damaged: {} problems", report.problems.len());
+    }
+    Ok(if report.is_clean() { 0 } else { 1 })
+}
