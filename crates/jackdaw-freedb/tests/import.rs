@@ -1,0 +1,231 @@
+//! The import: a child `freedb import` SIGKILLed at random points and resumed holds every album
+//! exactly once, in order, and passes `check()`; resume from `.tar.bz2` and from a directory tree;
+//! refusal without `--resume`; `--mode txn` gives the same database; `reindex` rebuilds an index.
+
+mod common;
+
+use common::{model, seed, Xs};
+use jackdaw_freedb::db::{Db, Index};
+use jackdaw_freedb::gen::generate;
+use jackdaw_freedb::import::{import, reindex, ImportOptions, Mode};
+use jackdaw_freedb::parse::Album;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const EXE: &str = env!("CARGO_BIN_EXE_freedb");
+
+/// The albums in the database, in id order, after checking the ids are 0..n and the indexes
+/// hold exactly the model's entries.
+fn albums_of(dir: &Path) -> Vec<Album> {
+    let db = Db::open_existing(dir).unwrap();
+    let report = db.env.check().unwrap();
+    assert!(report.is_clean(), "check(): {report:?}");
+    let r = db.env.read().unwrap();
+    let mut out = Vec::new();
+    for (i, e) in db.albums.iter(&r).unwrap().enumerate() {
+        let (id, a) = e.unwrap();
+        assert_eq!(id, i as u64, "album ids are dense and in order");
+        out.push(a);
+    }
+    // Index entries: exactly the keys of the albums.
+    let mark = db.mark(&r).unwrap().expect("mark");
+    for i in mark.indexes {
+        let t = db.index(&r, i).unwrap().unwrap();
+        let mut want = Vec::new();
+        let mut keys = Vec::new();
+        for (id, a) in out.iter().enumerate() {
+            keys.clear();
+            i.keys(a, &mut keys);
+            want.extend(keys.iter().map(|k| (k.clone(), id as u64)));
+        }
+        want.sort();
+        let got: Vec<(String, u64)> = t.iter(&r).unwrap().map(|e| e.unwrap()).collect();
+        assert_eq!(got, want, "{}", i.tree_name());
+    }
+    out
+}
+
+#[test]
+fn resume_after_sigkill_at_random_points_holds_every_album_once() {
+    let _serial = common::serial();
+    let s = seed("resume_after_sigkill");
+    let mut rng = Xs(s | 1);
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("dump.tar");
+    generate(4000, s, &src, |_| {}).unwrap();
+    let want = model(&src);
+    let db = dir.path().join("db");
+    let mut kills = 0;
+    for round in 0..4 {
+        let mut cmd = Command::new(EXE);
+        cmd.args(["import", "--quiet", "--report-commits", "--batch", "50"]);
+        if round > 0 {
+            cmd.arg("--resume");
+        }
+        let mut child = cmd.arg(&src).arg(&db).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // Kill after a random number of reported commits, then a random few hundred microseconds
+        // more (inside a later batch), or let this round finish.
+        let commits = rng.below(25);
+        let mut seen = 0;
+        let mut finished = true;
+        for l in lines {
+            if l.unwrap().starts_with("committed ") {
+                seen += 1;
+                if seen > commits {
+                    finished = false;
+                    break;
+                }
+            }
+        }
+        if !finished {
+            std::thread::sleep(std::time::Duration::from_micros(rng.below(3000)));
+            child.kill().unwrap();
+            kills += 1;
+        }
+        let st = child.wait().unwrap();
+        println!("round {round}: {} after {seen} commits ({st})", if finished { "finished" } else { "killed" });
+        if finished && st.success() {
+            break;
+        }
+        // The killed state is consistent: what is there is a prefix of the model.
+        if let Ok(d) = Db::open_existing(&db) {
+            let r = d.env.read().unwrap();
+            let marked = d.mark(&r).unwrap().is_some();
+            if !marked {
+                assert_eq!(d.albums.len(&r).unwrap(), 0, "albums without a mark");
+            }
+            drop(r);
+            d.env.close().unwrap();
+            drop(d);
+            if marked {
+                let got = albums_of(&db);
+                assert!(got[..] == want[..got.len()], "a prefix of the archive's albums");
+            }
+        }
+    }
+    // Finish.
+    let out = Command::new(EXE).args(["import", "--quiet", "--resume"]).arg(&src).arg(&db).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(kills > 0 || want.len() < 200);
+    let got = albums_of(&db);
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "every album exactly once, in archive order");
+}
+
+#[test]
+fn import_without_resume_is_refused_and_resume_of_complete_is_a_no_op() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(300, 3, &src, |_| {}).unwrap();
+    let db = dir.path().join("db");
+    let s = import(&src, &db, &ImportOptions::default()).unwrap();
+    assert!(s.done);
+    let out = Command::new(EXE).args(["import", "-q"]).arg(&src).arg(&db).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("already holds an import") && msg.contains("--resume"), "{msg}");
+    let again = import(&src, &db, &ImportOptions { resume: true, ..Default::default() }).unwrap();
+    assert_eq!((again.albums, again.written), (s.albums, 0));
+    // Another source is refused.
+    let other = dir.path().join("other.tar");
+    generate(10, 4, &other, |_| {}).unwrap();
+    let e = import(&other, &db, &ImportOptions { resume: true, ..Default::default() }).unwrap_err();
+    assert!(e.to_string().contains("resume it from the same source"), "{e}");
+    // A source that is not there.
+    let out =
+        Command::new(EXE).args(["import", "-q", "/nonexistent/x.tar"]).arg(dir.path().join("db2")).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open the source"));
+}
+
+#[test]
+fn resume_from_bz2_and_directory_tree_with_limits() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let bz = dir.path().join("d.tar.bz2");
+    generate(1500, 11, &bz, |_| {}).unwrap();
+    let want = model(&bz);
+    let db = dir.path().join("db");
+    let mut resume = false;
+    for _ in 0..4 {
+        let s = import(&bz, &db, &ImportOptions { resume, limit: Some(400), batch: 64, ..Default::default() }).unwrap();
+        resume = true;
+        if s.done {
+            break;
+        }
+    }
+    assert_eq!(albums_of(&db), want);
+
+    let tree = dir.path().join("tree");
+    tar::Archive::new(bzip2::read::MultiBzDecoder::new(std::fs::File::open(&bz).unwrap())).unpack(&tree).unwrap();
+    let want_tree = model(&tree);
+    let db2 = dir.path().join("db2");
+    let first = import(&tree, &db2, &ImportOptions { limit: Some(777), words: true, ..Default::default() }).unwrap();
+    assert!(!first.done);
+    assert_eq!(first.albums, 777);
+    let s = import(&tree, &db2, &ImportOptions { resume: true, ..Default::default() }).unwrap();
+    assert!(s.done && s.started_at_entry >= 777);
+    assert_eq!(albums_of(&db2), want_tree);
+    // Resuming on a new, empty database starts from the beginning.
+    let db3 = dir.path().join("db3");
+    let s = import(&tree, &db3, &ImportOptions { resume: true, ..Default::default() }).unwrap();
+    assert_eq!(s.albums as usize, want_tree.len());
+}
+
+#[test]
+fn txn_mode_and_reindex_give_the_same_database() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(1200, 5, &src, |_| {}).unwrap();
+    let want = model(&src);
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    let sa = import(&src, &a, &ImportOptions { track_index: true, ..Default::default() }).unwrap();
+    let sb = import(&src, &b, &ImportOptions { mode: Mode::Txn, batch: 100, ..Default::default() }).unwrap();
+    assert_eq!(albums_of(&a), want);
+    assert_eq!(albums_of(&b), want);
+    assert_eq!(sa.warnings, sb.warnings);
+    assert_eq!(sa.index_entries["ix_diskids"], sb.index_entries["ix_diskids"]);
+    // b has no track index: reindex builds it from albums alone, equal to a's.
+    let n = reindex(&b, Index::Tracks).unwrap();
+    assert_eq!(n, sa.index_entries["ix_tracks"]);
+    // ... and a rebuilt disc id index equals the imported one (albums_of compares every index).
+    reindex(&a, Index::Diskids).unwrap();
+    assert_eq!(albums_of(&a), want);
+    assert_eq!(albums_of(&b), want);
+    let db = Db::open_existing(&b).unwrap();
+    let r = db.env.read().unwrap();
+    assert!(db.mark(&r).unwrap().unwrap().indexes.contains(&Index::Tracks));
+}
+
+#[test]
+fn a_damaged_archive_is_an_error_and_the_import_is_not_marked_done() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(900, 21, &src, |_| {}).unwrap();
+    let want = model(&src);
+    // Cut the archive in the middle of an entry.
+    let bytes = std::fs::read(&src).unwrap();
+    let cut = dir.path().join("cut.tar");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2 + 100]).unwrap();
+    let db = dir.path().join("db");
+    let out = Command::new(EXE).args(["import", "-q", "--batch", "100"]).arg(&cut).arg(&db).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("damaged"), "{msg}");
+    let d = Db::open_existing(&db).unwrap();
+    let r = d.env.read().unwrap();
+    let mark = d.mark(&r).unwrap().expect("what was read is committed");
+    assert!(!mark.done);
+    assert!(mark.albums > 0 && (mark.albums as usize) < want.len());
+    drop(r);
+    d.env.close().unwrap();
+    drop(d);
+    let got = albums_of(&db);
+    assert!(got[..] == want[..got.len()], "the albums before the damage, in order");
+}
