@@ -216,7 +216,12 @@ pub struct Iter<S: Source> {
     hi: Bound<Vec<u8>>,
     front: TreeCursor,
     back: TreeCursor,
-    started: bool,
+    /// Whether each end has been positioned (`[back, front]`). An end is sought only when it is
+    /// first stepped: a range read forward only never descends to its upper bound.
+    started: [bool; 2],
+    /// Per end (`[back, front]`), a leaf whose entries are all inside the far bound, so that an
+    /// end stepping alone checks the bound once per leaf, not once per entry.
+    inside_leaf: [Option<u64>; 2],
     done: bool,
     multi: bool,
     front_inner: Option<(Bytes, Values<S>)>,
@@ -255,7 +260,8 @@ impl<S: Source> Iter<S> {
             hi,
             front: TreeCursor::default(),
             back: TreeCursor::default(),
-            started: false,
+            started: [false; 2],
+            inside_leaf: [None; 2],
             done: false,
             multi,
             front_inner: None,
@@ -263,18 +269,63 @@ impl<S: Source> Iter<S> {
         }
     }
 
-    fn start(&mut self) -> Result<()> {
-        self.started = true;
+    /// Position one end (the first step from it). When the other end is positioned already
+    /// (a range stepped from both ends), the range is empty if the two have crossed.
+    fn start(&mut self, forward: bool) -> Result<()> {
+        self.started[forward as usize] = true;
         let p = self.src.pages();
-        self.front.seek(p, &self.desc, as_ref(&self.lo))?;
-        self.back.seek_back(p, &self.desc, as_ref(&self.hi))?;
-        if !self.front.is_valid()
-            || !self.back.is_valid()
-            || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)?
+        if forward {
+            self.front.seek(p, &self.desc, as_ref(&self.lo))?;
+        } else {
+            self.back.seek_back(p, &self.desc, as_ref(&self.hi))?;
+        }
+        let c = if forward { &self.front } else { &self.back };
+        if !c.is_valid() {
+            self.done = true;
+        } else if self.started[!forward as usize]
+            && (!self.front.is_valid()
+                || !self.back.is_valid()
+                || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)?)
         {
             self.done = true;
         }
         Ok(())
+    }
+
+    /// Whether the entry under the end `forward` is inside the range's far bound (the upper one
+    /// going forward). Only needed while the other end is not positioned: otherwise the two
+    /// ends meeting ends the range.
+    fn inside(&mut self, forward: bool) -> Result<bool> {
+        let c = if forward { &self.front } else { &self.back };
+        if self.inside_leaf[forward as usize] == Some(c.leaf()) {
+            return Ok(true);
+        }
+        let page = self.src.pages().page(c.leaf())?;
+        let n = Node::new(&page);
+        let within = |key: &[u8]| -> bool {
+            if forward {
+                match as_ref(&self.hi) {
+                    Bound::Included(h) => key <= h,
+                    Bound::Excluded(h) => key < h,
+                    Bound::Unbounded => true,
+                }
+            } else {
+                match as_ref(&self.lo) {
+                    Bound::Included(l) => key >= l,
+                    Bound::Excluded(l) => key > l,
+                    Bound::Unbounded => true,
+                }
+            }
+        };
+        let count = n.count();
+        let far = if forward { count.checked_sub(1) } else { Some(0) };
+        if let Some(far) = far {
+            if within(n.key(far)?) {
+                self.inside_leaf[forward as usize] = Some(c.leaf());
+                return Ok(true);
+            }
+        }
+        Ok(within(n.key(c.idx())?))
     }
 
     fn same(&self) -> bool {
@@ -289,8 +340,8 @@ impl<S: Source> Iter<S> {
 
     /// Read the leaf entry at one end with `read`, then step that end inward.
     fn advance<T>(&mut self, forward: bool, read: impl Fn(&S, &TreeCursor) -> Result<T>) -> Option<Result<T>> {
-        if !self.started {
-            if let Err(e) = self.start() {
+        if !self.started[forward as usize] && !self.done {
+            if let Err(e) = self.start(forward) {
                 self.done = true;
                 return Some(Err(e));
             }
@@ -298,9 +349,23 @@ impl<S: Source> Iter<S> {
         if self.done {
             return None;
         }
+        let both = self.started[!forward as usize];
+        if !both {
+            match self.inside(forward) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
         let cur = if forward { &self.front } else { &self.back };
         let item = read(&self.src, cur);
-        if item.is_err() || self.same() {
+        if item.is_err() || (both && self.same()) {
             self.done = true;
             return Some(item);
         }
