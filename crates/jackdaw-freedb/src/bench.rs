@@ -116,10 +116,18 @@ trait Store {
     /// durable on return.
     fn write(&mut self, batch: &[Prepared], entries: &[(usize, String, u64)]) -> Result<()>;
     /// Run one query: album ids (distinct, first `limit` in key order) into `ids`, then read
-    /// each album record; returns the record bytes read.
+    /// and decode each album record, as `freedb search` does before it prints an album (LMDB
+    /// hands out a pointer into its map, so a query that only took a record's length would not
+    /// read it there at all); returns the record bytes read.
     fn query(&mut self, kind: Kind, key: &str, limit: usize, ids: &mut Vec<u64>) -> Result<usize>;
     /// Begin and end a read transaction (the fixed cost inside every query).
     fn empty_read(&mut self) -> Result<()>;
+}
+
+/// Decode an album record (the work every engine's query does per album); its length.
+fn decoded_len(record: &[u8]) -> Result<usize> {
+    std::hint::black_box(crate::codec::decode(record)?);
+    Ok(record.len())
 }
 
 /// The smallest byte string greater than every string starting with `p` (p has no 0xff: UTF-8).
@@ -205,10 +213,9 @@ impl Store for Jackdaw {
             }
         }
         let mut bytes = 0;
-        let mut buf = Vec::new();
         for id in ids.iter() {
-            if r.get_into(self.albums.tree(), id.to_be_bytes(), &mut buf)? {
-                bytes += buf.len();
+            if let Some(v) = r.get(self.albums.tree(), id.to_be_bytes())? {
+                bytes += decoded_len(&v)?;
             }
         }
         Ok(bytes)
@@ -296,7 +303,7 @@ impl Store for Sqlite {
         for id in ids.iter() {
             let mut rows = st.query([*id as i64])?;
             if let Some(row) = rows.next()? {
-                bytes += row.get_ref(0)?.as_blob()?.len();
+                bytes += decoded_len(row.get_ref(0)?.as_blob()?)?;
             }
         }
         Ok(bytes)
@@ -379,7 +386,7 @@ impl Store for Lmdb {
         let mut bytes = 0;
         for id in ids.iter() {
             if let Some(v) = self.albums.get(&r, &id.to_be_bytes())? {
-                bytes += v.len();
+                bytes += decoded_len(v)?;
             }
         }
         Ok(bytes)
