@@ -633,6 +633,7 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
         "path": db.display().to_string(),
         "page_size": s.page_size,
         "data_file_bytes": s.data_file_bytes,
+        "slack_bytes": s.slack_bytes,
         "journal_files": journal.iter().map(|(n, b)| serde_json::json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
         "pages": {
             "high_water": s.next_page,
@@ -654,7 +655,7 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
     }
     println!("database        {}", db.display());
     println!("page size       {}", s.page_size);
-    println!("data file       {} bytes", s.data_file_bytes);
+    println!("data file       {} bytes ({} above the high-water mark)", s.data_file_bytes, s.slack_bytes);
     for (n, b) in &journal {
         println!("journal file    {n}: {b} bytes");
     }

@@ -321,6 +321,13 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         for p in doomed {
             core.opts.storage.remove(&p).ctx("remove journal file at close").inspect_err(|e| core.poison(e))?;
         }
+        // The growth slack goes back to the file system when nothing maps the old length: no
+        // snapshot alive (checked under the readers mutex; none can begin, the environment is
+        // closed) and no write transaction on this thread.
+        let readers = core.readers.lock();
+        if readers.live() == 0 && !crate::txn::write::held_by_this_thread(core) {
+            core.data.trim_to(core.committed().next_page).inspect_err(|e| core.poison(e))?;
+        }
     }
     Ok(())
 }
@@ -556,6 +563,7 @@ fn stats(core: &Arc<Core>) -> Stats {
         free_pages,
         next_page: committed.next_page,
         data_file_bytes: core.data.len(),
+        slack_bytes: core.data.len().saturating_sub(committed.next_page.saturating_mul(core.page_size as u64)),
         journal_file_bytes,
         journal_files,
         journal_files_created: Counters::get(&c.journal_files_created),

@@ -126,6 +126,9 @@ pub struct Stats {
     /// The page high-water mark (pages ever allocated, free or not).
     pub next_page: u64,
     pub data_file_bytes: u64,
+    /// Bytes of the data file above the high-water mark: room grown ahead of the writer, given
+    /// back to the file system at `close` (DURABILITY §9.1).
+    pub slack_bytes: u64,
     pub journal_file_bytes: u64,
     pub journal_files: usize,
     pub journal_files_created: u64,

@@ -185,6 +185,22 @@ impl DataFile {
         self.grow(need, |_| need)
     }
 
+    /// Give back the file's slack above page `pages` (the last committed high-water mark), at
+    /// `close` when no snapshot is alive: growth steps ahead of the writer leave up to an eighth
+    /// of the file unused. Never below `initial_len`. The mapping is replaced by one of the new
+    /// length first thing after, so nothing maps past the end; the caller guarantees no view of
+    /// the old mapping is alive. Not synced: a longer file after a crash is harmless (§9.1).
+    pub(crate) fn trim_to(&self, pages: u64) -> Result<()> {
+        let ps = self.page_size as u64;
+        let want = initial_len(pages.saturating_mul(ps), ps);
+        let _g = self.grow_lock.lock();
+        if want >= self.len() {
+            return Ok(());
+        }
+        self.file.set_len(want).ctx("trim data file")?;
+        self.remap(want)
+    }
+
     /// Grow to `to(current length)` bytes if the file is shorter than `need` bytes.
     fn grow(&self, need: u64, to: impl FnOnce(u64) -> u64) -> Result<()> {
         if need <= self.len() {

@@ -1,0 +1,122 @@
+//! Space on disk: a closed database gives back the growth slack of its data file, never below
+//! what a snapshot maps, and deleted pages are reused rather than grown past (DURABILITY §9.1).
+
+mod common;
+use common::{test_opts, tmpdir};
+use jackdaw::{Env, Options};
+
+fn data_len(dir: &std::path::Path) -> u64 {
+    std::fs::metadata(dir.join("data.jdb")).unwrap().len()
+}
+
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    // Spread over the key space (random-looking order), 16 bytes as in the space workloads.
+    k[..8].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+    k[8..].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+fn fill(env: &Env, range: std::ops::Range<u64>, per_tx: u64) {
+    let mut i = range.start;
+    while i < range.end {
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        for j in i..(i + per_tx).min(range.end) {
+            tx.put(&t, key(j), [j as u8; 100]).unwrap();
+        }
+        tx.commit().unwrap();
+        i += per_tx;
+    }
+}
+
+/// The file holds growth slack while open (the flusher grows it ahead of the writer by an
+/// eighth); `close` cuts it back to the high-water mark, and the database reopens whole.
+#[test]
+fn close_gives_the_growth_slack_back() {
+    let dir = tmpdir("space-close");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    fill(&env, 0..60_000, 5_000);
+    env.flush().unwrap();
+    let s = env.stats();
+    let high = s.next_page * s.page_size as u64;
+    assert_eq!(s.slack_bytes, s.data_file_bytes - high);
+    assert!(s.slack_bytes > 0, "the test needs slack to give back: file {} bytes, high-water {high}", s.data_file_bytes);
+    env.close().unwrap();
+    assert_eq!(data_len(&dir), high, "a closed database's data file ends at its high-water mark");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    assert_eq!(env.stats().slack_bytes, 0);
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    for j in (0..60_000).step_by(97) {
+        assert_eq!(r.get(&t, key(j)).unwrap().as_deref(), Some(&[j as u8; 100][..]), "key {j}");
+    }
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    // It grows again as needed.
+    fill(&env, 60_000..80_000, 5_000);
+    env.close().unwrap();
+    let env = Env::open(&dir, test_opts()).unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    assert_eq!(env.read().unwrap().tree_stats(&env.read().unwrap().open_tree("t").unwrap().unwrap()).unwrap().entries, 80_000);
+}
+
+/// A snapshot alive at `close` maps the file at its old length: the file is not cut under it,
+/// and it reads everything it saw.
+#[test]
+fn close_leaves_the_file_alone_while_a_snapshot_maps_it() {
+    let dir = tmpdir("space-reader");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    fill(&env, 0..40_000, 5_000);
+    env.flush().unwrap();
+    let before = data_len(&dir);
+    let r = env.read().unwrap();
+    assert!(env.stats().slack_bytes > 0);
+    assert!(matches!(env.close(), Err(jackdaw::Error::Busy(_))), "close with a live snapshot keeps the locks");
+    assert_eq!(data_len(&dir), before, "the file is not cut while a snapshot maps it");
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 40_000);
+    drop(r);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// Deletes give their pages back for reuse: fill 1,000,000 keys, delete them all, fill them
+/// again: the data file does not grow past its first size by more than 5%.
+#[test]
+fn deleted_pages_are_reused() {
+    let dir = tmpdir("space-reuse");
+    let o = Options::default();
+    let env = Env::open(&dir, o).unwrap();
+    const N: u64 = 1_000_000;
+    fill(&env, 0..N, 100_000);
+    env.flush().unwrap();
+    let first = env.stats();
+    let mut i = 0;
+    while i < N {
+        let mut tx = env.write().unwrap();
+        let t = tx.open_tree("t").unwrap().unwrap();
+        for j in i..(i + 100_000).min(N) {
+            assert!(tx.delete(&t, key(j)).unwrap());
+        }
+        tx.commit().unwrap();
+        i += 100_000;
+    }
+    env.flush().unwrap();
+    let emptied = env.stats();
+    fill(&env, 0..N, 100_000);
+    env.flush().unwrap();
+    let second = env.stats();
+    println!(
+        "high-water mark: {} pages after the first fill, {} after deleting all ({} free), {} after the second fill",
+        first.next_page, emptied.next_page, emptied.free_pages, second.next_page
+    );
+    assert!(
+        second.next_page * 100 <= first.next_page * 105,
+        "the second fill grew the high-water mark from {} to {} pages",
+        first.next_page,
+        second.next_page
+    );
+    env.close().unwrap();
+    assert!(data_len(&dir) * 100 <= first.data_file_bytes.max(first.next_page * first.page_size as u64) * 105);
+}
