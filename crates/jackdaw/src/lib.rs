@@ -142,7 +142,8 @@ pub mod internals {
     pub use crate::data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
     pub use crate::options::{Clock, ManualClock, SystemClock};
     pub use crate::storage::*;
-    pub use crate::tree::layout::{tree_layout, NestedTree, OverflowChain, PageInfo, TreeLayout};
+    pub use crate::api::tree_layout;
+    pub use crate::tree::layout::{NestedTree, OverflowChain, PageInfo, TreeLayout};
     pub use crate::txn::PageRef;
 }
 #[cfg(feature = "serde")]

@@ -167,3 +167,11 @@ pub(crate) fn check_value_len(len: u64) -> Result<()> {
 pub(crate) fn inline(key: &[u8], vlen: u64, page_size: usize) -> bool {
     crate::tree::node::leaf_entry_size(key, 0) as u64 + vlen <= crate::tree::node::max_entry(page_size) as u64
 }
+
+/// The layout of `tree` as of the snapshot `r` (feature `internals`: `jackdaw stat --trees` and
+/// `jackdaw tree`).
+#[cfg(feature = "internals")]
+pub fn tree_layout(r: &ReadTxn, tree: &Tree) -> crate::Result<crate::tree::layout::TreeLayout> {
+    let d = r.desc(tree)?;
+    crate::tree::layout::layout(&*r.snap, &d, r.snap.core.page_size)
+}

@@ -43,6 +43,38 @@ pub(crate) fn bitmap_page(page_size: usize, k: u64) -> u64 {
     }
 }
 
+/// The free-space map's geometry: sections of `section` pages, each with its bitmap page
+/// (its bits are the allocator's, `txn/alloc.rs`; where they live is the file's layout).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geometry {
+    pub page_size: usize,
+    pub section: u64,
+}
+
+impl Geometry {
+    pub(crate) fn new(page_size: usize) -> Geometry {
+        Geometry { page_size, section: section_pages(page_size) }
+    }
+    pub(crate) fn section_of(&self, pgno: u64) -> u64 {
+        pgno / self.section
+    }
+    pub(crate) fn bitmap_page(&self, k: u64) -> u64 {
+        bitmap_page(self.page_size, k)
+    }
+    pub(crate) fn is_bitmap_page(&self, pgno: u64) -> bool {
+        pgno == self.bitmap_page(self.section_of(pgno))
+    }
+    /// Byte and bit of `pgno` inside its bitmap page.
+    pub(crate) fn bit(&self, pgno: u64) -> (usize, u8) {
+        let i = pgno % self.section;
+        (crate::data::page::PAGE_HEADER + (i / 8) as usize, 1u8 << (i % 8))
+    }
+    /// Sections needed to cover `next_page` pages.
+    pub(crate) fn sections(&self, next_page: u64) -> u64 {
+        next_page.div_ceil(self.section)
+    }
+}
+
 /// Size of a new data file that holds `need` bytes: at least 64 pages.
 pub(crate) fn initial_len(need: u64, page_size: u64) -> u64 {
     need.max(page_size * 64)

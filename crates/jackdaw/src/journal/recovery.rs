@@ -17,7 +17,7 @@ use crate::data::page::PAGE_HEADER;
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
 use crate::storage::{OpenMode, Storage, StorageFile, SyncSite};
-use crate::txn::alloc::Geometry;
+use crate::data::file::Geometry;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

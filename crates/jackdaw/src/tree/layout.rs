@@ -153,9 +153,3 @@ fn walk<P: PageRead + ?Sized>(
     Ok(())
 }
 
-/// The layout of `tree` as of the snapshot `r` (feature `internals`: `jackdaw stat --trees` and
-/// `jackdaw tree`).
-pub fn tree_layout(r: &crate::ReadTxn, tree: &crate::Tree) -> Result<TreeLayout> {
-    let d = r.desc(tree)?;
-    layout(&*r.snap, &d, r.snap.core.page_size)
-}

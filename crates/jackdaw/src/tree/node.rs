@@ -20,11 +20,11 @@
 
 use crate::data::page::PAGE_HEADER;
 use crate::{Error, Result};
-use smallvec::{smallvec, SmallVec};
+use smallvec::smallvec;
 
 /// Byte ranges `[start, end)` of a page that a change wrote: a superset of the bytes it changed
 /// (the journal diffs only these, see `PageWrite::modify`).
-pub(crate) type Written = SmallVec<[(usize, usize); 4]>;
+pub(crate) use crate::txn::Written;
 
 /// The node header (count, level, upper, garbage): written by every change.
 const NODE_HEADER: (usize, usize) = (OFF_COUNT, SLOTS);

@@ -8,7 +8,7 @@
 //!    are never free.
 //! 2. `AllocSummary::free[k]` equals the number of set bits of section k in the committed state.
 
-use crate::data::file::{bitmap_page, section_pages};
+pub(crate) use crate::data::file::Geometry;
 use crate::data::page::PAGE_HEADER;
 
 /// Committed per-section free counts (derived from the bitmap pages at open).
@@ -20,37 +20,6 @@ pub(crate) struct AllocSummary {
 impl AllocSummary {
     pub(crate) fn total_free(&self) -> u64 {
         self.free.iter().sum()
-    }
-}
-
-/// Geometry helpers.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Geometry {
-    pub page_size: usize,
-    pub section: u64,
-}
-
-impl Geometry {
-    pub(crate) fn new(page_size: usize) -> Geometry {
-        Geometry { page_size, section: section_pages(page_size) }
-    }
-    pub(crate) fn section_of(&self, pgno: u64) -> u64 {
-        pgno / self.section
-    }
-    pub(crate) fn bitmap_page(&self, k: u64) -> u64 {
-        bitmap_page(self.page_size, k)
-    }
-    pub(crate) fn is_bitmap_page(&self, pgno: u64) -> bool {
-        pgno == self.bitmap_page(self.section_of(pgno))
-    }
-    /// Byte and bit of `pgno` inside its bitmap page.
-    pub(crate) fn bit(&self, pgno: u64) -> (usize, u8) {
-        let i = pgno % self.section;
-        (PAGE_HEADER + (i / 8) as usize, 1u8 << (i % 8))
-    }
-    /// Sections needed to cover `next_page` pages.
-    pub(crate) fn sections(&self, next_page: u64) -> u64 {
-        next_page.div_ceil(self.section)
     }
 }
 

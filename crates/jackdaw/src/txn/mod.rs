@@ -21,3 +21,7 @@ pub(crate) mod write;
 pub use read::PageRef;
 pub(crate) use read::Snapshot;
 pub(crate) use write::PageTxn;
+
+/// The byte ranges `(start, end)` of a page that an in-place change wrote: what a page
+/// modification reports to `PageTxn::modify`, so that the journal carries only those bytes.
+pub(crate) type Written = smallvec::SmallVec<[(usize, usize); 4]>;

@@ -19,6 +19,7 @@
 //!    access (`page_mut`) or a failed change sets it to `None`.
 
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
+use super::Written;
 use super::core::{Committed, Core, TxRecord};
 use super::flusher;
 use super::page_table::{PageBuf, PgnoMap};
@@ -31,7 +32,6 @@ use crate::journal::Journal;
 use crate::options::{Durability, FlusherMode, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
-use crate::tree::node::Written;
 use crate::{Error, Result};
 use std::collections::HashSet;
 use std::io::IoSlice;
