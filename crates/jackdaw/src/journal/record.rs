@@ -447,7 +447,7 @@ pub(crate) fn compress(payload: PayloadBuilder, max: u64) -> Result<Compressed> 
 
 /// Length of the record `frame` makes of `c` (header, payload, padding to a block).
 pub(crate) fn record_len(c: &Compressed) -> u64 {
-    ((HEADER_LEN + c.stored.len()).div_ceil(BLOCK) * BLOCK) as u64
+    record_len_for(c.stored.len() as u64)
 }
 
 /// The header of the record `frame` makes of `c`, and its encoded bytes.
@@ -495,6 +495,79 @@ pub(crate) fn frame(
     buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
     buf[HEADER_LEN + c.stored.len()..].fill(0);
     h
+}
+
+/// Length of a record whose stored payload is `stored_len` bytes (header, payload, padding).
+pub(crate) fn record_len_for(stored_len: u64) -> u64 {
+    (HEADER_LEN as u64 + stored_len).div_ceil(BLOCK as u64) * BLOCK as u64
+}
+
+/// Commits that journal at least this many bytes of pages stream their record
+/// (`Options::stream_record_bytes`): below it the payload is built whole (and compressed), which
+/// costs at most about twice this much memory for a moment.
+pub(crate) const STREAM_RECORD_MIN: u64 = 16 << 20;
+
+/// A streamed record's payload goes to the file in writes of about this many bytes.
+pub(crate) const STREAM_CHUNK: usize = 4 << 20;
+
+/// A record written while its payload is encoded (`txn/write.rs`, faults issue §5): the payload
+/// goes to the file in chunks after the header's place, hashed on the way, and the header last.
+/// Its length is known before the first byte is hashed (a sizing pass), and it is stored
+/// uncompressed (`flags` 0), so the checksum is the ordinary one and the record is an ordinary
+/// record (FORMAT.md §6.1).
+pub(crate) struct StreamedRecord {
+    header: RecordHeader,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    hashed: u64,
+}
+
+impl StreamedRecord {
+    /// Begin a record of `raw_len` payload bytes in `page_count` entries.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn begin(
+        txid: u64,
+        generation: u64,
+        db_id: u64,
+        next_page: u64,
+        synced_through: u64,
+        page_count: u32,
+        raw_len: u32,
+    ) -> StreamedRecord {
+        let header = RecordHeader {
+            txid,
+            generation,
+            db_id,
+            next_page,
+            page_count,
+            flags: 0,
+            stored_len: raw_len,
+            raw_len,
+            synced_through,
+            checksum: 0,
+        };
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(&header.encode_prefix()[..CHECKSUM_AT]);
+        StreamedRecord { header, hasher, hashed: 0 }
+    }
+
+    /// Hash the next payload bytes (in order).
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.hashed += bytes.len() as u64;
+    }
+
+    /// The header bytes, once exactly `raw_len` payload bytes were hashed (else `None`: the two
+    /// encoding passes disagreed, a bug reported by the caller).
+    pub(crate) fn finish(mut self) -> Option<(RecordHeader, [u8; HEADER_LEN])> {
+        if self.hashed != self.header.raw_len as u64 {
+            return None;
+        }
+        self.header.checksum = self.hasher.digest();
+        let mut b = [0u8; HEADER_LEN];
+        b[..CHECKSUM_AT].copy_from_slice(&self.header.encode_prefix()[..CHECKSUM_AT]);
+        b[CHECKSUM_AT..].copy_from_slice(&self.header.checksum.to_le_bytes());
+        Some((self.header, b))
+    }
 }
 
 /// Check a record read from a file of `generation` (bytes start at the header; at least
@@ -668,6 +741,39 @@ mod tests {
         assert_eq!(pg, fresh);
         apply(&es[2], &mut pg).unwrap();
         assert_eq!(pg, random);
+    }
+
+    /// A record streamed in chunks (header hashed first, then the payload piece by piece) is an
+    /// ordinary record: it decodes and verifies like the framed record of the same payload, and
+    /// a wrong length is refused rather than framed.
+    #[test]
+    fn a_streamed_record_is_an_ordinary_record() {
+        let ps = 4096;
+        let mut p = PayloadBuilder::default();
+        for i in 0..20u64 {
+            p.add_page(i + 2, &page(i as u8 + 1, ps), None);
+        }
+        let raw = p.buf.clone();
+        let mut s = StreamedRecord::begin(5, 2, 99, 1000, 4, p.count, raw.len() as u32);
+        for part in raw.chunks(1000) {
+            s.update(part);
+        }
+        let (h, head) = s.finish().expect("every byte hashed");
+        assert_eq!(h.flags, 0);
+        assert_eq!(h.record_len(), record_len_for(raw.len() as u64));
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(&raw);
+        bytes.resize(h.record_len() as usize, 0);
+        let h2 = RecordHeader::decode(&bytes).unwrap();
+        assert_eq!(h, h2);
+        assert_eq!(verify_and_decode(&h2, &bytes, 2, 99).expect("valid"), raw);
+        // One payload byte changed: not a record.
+        bytes[HEADER_LEN + 500] ^= 1;
+        assert!(verify_and_decode(&h2, &bytes, 2, 99).is_none());
+        // Fewer bytes hashed than announced: no header.
+        let mut s = StreamedRecord::begin(5, 2, 99, 1000, 4, p.count, raw.len() as u32);
+        s.update(&raw[..raw.len() - 1]);
+        assert!(s.finish().is_none());
     }
 
     #[test]
