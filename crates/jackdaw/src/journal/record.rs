@@ -115,10 +115,16 @@ impl RecordHeader {
         })
     }
     fn compute_checksum(&self, payload: &[u8]) -> u64 {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&self.encode_prefix()[..CHECKSUM_AT]);
+        let mut h = self.hasher();
         h.update(payload);
         h.digest()
+    }
+    /// The checksum's state after the header bytes: feed it the stored payload, in order, and
+    /// compare its digest with `checksum` (recovery verifies a big record in chunks this way).
+    pub(crate) fn hasher(&self) -> xxhash_rust::xxh3::Xxh3 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&self.encode_prefix()[..CHECKSUM_AT]);
+        h
     }
 }
 
@@ -627,31 +633,41 @@ pub(crate) fn entries(payload: &[u8], count: u32, page_size: usize) -> Result<Ve
     let mut pos = 0usize;
     for _ in 0..count {
         let h = payload.get(pos..pos + ENTRY_HEADER).ok_or_else(|| bad("entry header past the end"))?;
-        let pgno = le64(h, 0);
-        let kind = match h[8] {
-            0 => EntryKind::Full,
-            1 => EntryKind::Diff,
-            2 => EntryKind::DiffZero,
-            3 => EntryKind::WrittenOnce,
-            k => return Err(bad(&format!("entry kind {k}"))),
-        };
-        let len = le32(h, 12) as usize;
+        let (pgno, kind, len) = entry_header(h, page_size)?;
         pos += ENTRY_HEADER;
         let data = payload
             .get(pos..pos.checked_add(len).ok_or_else(|| bad("length overflow"))?)
             .ok_or_else(|| bad("entry data past the end"))?;
         pos += len;
-        match kind {
-            EntryKind::Full if len != page_size => return Err(bad("full image of the wrong size")),
-            EntryKind::WrittenOnce if len != 8 => return Err(bad("written-once entry size")),
-            _ => {}
-        }
         out.push(Entry { pgno, kind, data });
     }
     if pos != payload.len() {
         return Err(bad("trailing bytes"));
     }
     Ok(out)
+}
+
+/// Decode an entry header (`ENTRY_HEADER` bytes): page number, kind and data length, the length
+/// checked against the kind.
+pub(crate) fn entry_header(h: &[u8], page_size: usize) -> Result<(u64, EntryKind, usize)> {
+    let bad = |why: &str| Error::corrupted(None, format!("journal record payload: {why}"));
+    if h.len() < ENTRY_HEADER {
+        return Err(bad("entry header past the end"));
+    }
+    let kind = match h[8] {
+        0 => EntryKind::Full,
+        1 => EntryKind::Diff,
+        2 => EntryKind::DiffZero,
+        3 => EntryKind::WrittenOnce,
+        k => return Err(bad(&format!("entry kind {k}"))),
+    };
+    let len = le32(h, 12) as usize;
+    match kind {
+        EntryKind::Full if len != page_size => return Err(bad("full image of the wrong size")),
+        EntryKind::WrittenOnce if len != 8 => return Err(bad("written-once entry size")),
+        _ => {}
+    }
+    Ok((le64(h, 0), kind, len))
 }
 
 /// Apply a `Full`, `Diff` or `DiffZero` entry to `page` (which holds the previous version for
