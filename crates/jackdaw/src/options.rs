@@ -138,6 +138,10 @@ pub struct Options {
     /// The largest record payload (`u32::MAX`, what the record header can say; lower only in
     /// tests, through `max_record_bytes`).
     pub(crate) max_record_bytes: u64,
+    /// A commit whose journaled pages (dirty pages not written once) reach this many bytes
+    /// streams its record (`txn/write.rs` `write_streamed`); 0 never does. Default 16 MiB; lower
+    /// only in tests, through `stream_record_bytes`.
+    pub(crate) stream_record_bytes: u64,
     pub(crate) read_only: bool,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -159,6 +163,7 @@ impl Default for Options {
             max_dirty_pages: 8192,
             flush_log: false,
             max_record_bytes: u32::MAX as u64,
+            stream_record_bytes: crate::journal::record::STREAM_RECORD_MIN,
             read_only: false,
             storage: Arc::new(FsStorage),
             clock: Arc::new(SystemClock::default()),
@@ -252,6 +257,15 @@ impl Options {
         /// `u32::MAX`): tests of the transaction size limit set a small one.
         fn max_record_bytes(mut self, b: u64) -> Self {
             self.max_record_bytes = b.min(u32::MAX as u64);
+            self
+        }
+    }
+    internals_pub! {
+        /// Journaled bytes from which a commit streams its record to the journal instead of
+        /// building it in memory (feature `internals`; default 16 MiB, 0 = never): tests set a
+        /// small one so that small transactions take the streamed path.
+        fn stream_record_bytes(mut self, b: u64) -> Self {
+            self.stream_record_bytes = b;
             self
         }
     }

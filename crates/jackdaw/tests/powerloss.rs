@@ -54,17 +54,25 @@ const NESTED_WRITE_EVERY: u64 = 10;
 struct Cfg {
     write_once: usize,
     kept: usize,
+    /// `Options::stream_record_bytes`: 16 KiB on odd seeds (commits of 4 journaled pages or more
+    /// stream their records, so crash images fall between a record's chunks and its header),
+    /// the default otherwise.
+    stream: Option<u64>,
 }
 
 fn opts(s: Arc<dyn Storage>, c: Cfg) -> Options {
-    Options::default()
+    let o = Options::default()
         .storage(s)
         .flusher(FlusherMode::Manual)
         .journal_file_bytes(64 << 10)
         .write_once_min_pages(c.write_once)
         // Transactions spill from 16, 32 or 64 dirty pages (crash images between spills too).
         .max_dirty_pages(c.write_once * 8)
-        .journal_files_kept(c.kept)
+        .journal_files_kept(c.kept);
+    match c.stream {
+        Some(b) => o.stream_record_bytes(b),
+        None => o,
+    }
 }
 
 /// Parameters of a sweep.
@@ -407,7 +415,11 @@ fn txn_body(rng: &mut Rng, seed: u64, tx: &mut WriteTxn, model: &mut Model, bulk
 fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
     let _g = OnPanic(format!("powerloss seed {seed} (ablate {:?}): replay with JACKDAW_SEED={seed}", sweep.ablate));
     let mut rng = Rng::new(seed);
-    let cfg = Cfg { write_once: *rng.pick(&[2usize, 4, 8]), kept: rng.below(3) as usize };
+    let cfg = Cfg {
+        write_once: *rng.pick(&[2usize, 4, 8]),
+        kept: rng.below(3) as usize,
+        stream: (seed % 2 == 1).then_some(16 << 10),
+    };
     let chk = Arc::new(Mutex::new(Checker {
         seed,
         cfg,

@@ -115,10 +115,16 @@ impl RecordHeader {
         })
     }
     fn compute_checksum(&self, payload: &[u8]) -> u64 {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&self.encode_prefix()[..CHECKSUM_AT]);
+        let mut h = self.hasher();
         h.update(payload);
         h.digest()
+    }
+    /// The checksum's state after the header bytes: feed it the stored payload, in order, and
+    /// compare its digest with `checksum` (recovery verifies a big record in chunks this way).
+    pub(crate) fn hasher(&self) -> xxhash_rust::xxh3::Xxh3 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&self.encode_prefix()[..CHECKSUM_AT]);
+        h
     }
 }
 
@@ -447,7 +453,7 @@ pub(crate) fn compress(payload: PayloadBuilder, max: u64) -> Result<Compressed> 
 
 /// Length of the record `frame` makes of `c` (header, payload, padding to a block).
 pub(crate) fn record_len(c: &Compressed) -> u64 {
-    ((HEADER_LEN + c.stored.len()).div_ceil(BLOCK) * BLOCK) as u64
+    record_len_for(c.stored.len() as u64)
 }
 
 /// The header of the record `frame` makes of `c`, and its encoded bytes.
@@ -495,6 +501,79 @@ pub(crate) fn frame(
     buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
     buf[HEADER_LEN + c.stored.len()..].fill(0);
     h
+}
+
+/// Length of a record whose stored payload is `stored_len` bytes (header, payload, padding).
+pub(crate) fn record_len_for(stored_len: u64) -> u64 {
+    (HEADER_LEN as u64 + stored_len).div_ceil(BLOCK as u64) * BLOCK as u64
+}
+
+/// Commits that journal at least this many bytes of pages stream their record
+/// (`Options::stream_record_bytes`): below it the payload is built whole (and compressed), which
+/// costs at most about twice this much memory for a moment.
+pub(crate) const STREAM_RECORD_MIN: u64 = 16 << 20;
+
+/// A streamed record's payload goes to the file in writes of about this many bytes.
+pub(crate) const STREAM_CHUNK: usize = 4 << 20;
+
+/// A record written while its payload is encoded (`txn/write.rs`, faults issue §5): the payload
+/// goes to the file in chunks after the header's place, hashed on the way, and the header last.
+/// Its length is known before the first byte is hashed (a sizing pass), and it is stored
+/// uncompressed (`flags` 0), so the checksum is the ordinary one and the record is an ordinary
+/// record (FORMAT.md §6.1).
+pub(crate) struct StreamedRecord {
+    header: RecordHeader,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    hashed: u64,
+}
+
+impl StreamedRecord {
+    /// Begin a record of `raw_len` payload bytes in `page_count` entries.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn begin(
+        txid: u64,
+        generation: u64,
+        db_id: u64,
+        next_page: u64,
+        synced_through: u64,
+        page_count: u32,
+        raw_len: u32,
+    ) -> StreamedRecord {
+        let header = RecordHeader {
+            txid,
+            generation,
+            db_id,
+            next_page,
+            page_count,
+            flags: 0,
+            stored_len: raw_len,
+            raw_len,
+            synced_through,
+            checksum: 0,
+        };
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(&header.encode_prefix()[..CHECKSUM_AT]);
+        StreamedRecord { header, hasher, hashed: 0 }
+    }
+
+    /// Hash the next payload bytes (in order).
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.hashed += bytes.len() as u64;
+    }
+
+    /// The header bytes, once exactly `raw_len` payload bytes were hashed (else `None`: the two
+    /// encoding passes disagreed, a bug reported by the caller).
+    pub(crate) fn finish(mut self) -> Option<(RecordHeader, [u8; HEADER_LEN])> {
+        if self.hashed != self.header.raw_len as u64 {
+            return None;
+        }
+        self.header.checksum = self.hasher.digest();
+        let mut b = [0u8; HEADER_LEN];
+        b[..CHECKSUM_AT].copy_from_slice(&self.header.encode_prefix()[..CHECKSUM_AT]);
+        b[CHECKSUM_AT..].copy_from_slice(&self.header.checksum.to_le_bytes());
+        Some((self.header, b))
+    }
 }
 
 /// Check a record read from a file of `generation` (bytes start at the header; at least
@@ -554,31 +633,41 @@ pub(crate) fn entries(payload: &[u8], count: u32, page_size: usize) -> Result<Ve
     let mut pos = 0usize;
     for _ in 0..count {
         let h = payload.get(pos..pos + ENTRY_HEADER).ok_or_else(|| bad("entry header past the end"))?;
-        let pgno = le64(h, 0);
-        let kind = match h[8] {
-            0 => EntryKind::Full,
-            1 => EntryKind::Diff,
-            2 => EntryKind::DiffZero,
-            3 => EntryKind::WrittenOnce,
-            k => return Err(bad(&format!("entry kind {k}"))),
-        };
-        let len = le32(h, 12) as usize;
+        let (pgno, kind, len) = entry_header(h, page_size)?;
         pos += ENTRY_HEADER;
         let data = payload
             .get(pos..pos.checked_add(len).ok_or_else(|| bad("length overflow"))?)
             .ok_or_else(|| bad("entry data past the end"))?;
         pos += len;
-        match kind {
-            EntryKind::Full if len != page_size => return Err(bad("full image of the wrong size")),
-            EntryKind::WrittenOnce if len != 8 => return Err(bad("written-once entry size")),
-            _ => {}
-        }
         out.push(Entry { pgno, kind, data });
     }
     if pos != payload.len() {
         return Err(bad("trailing bytes"));
     }
     Ok(out)
+}
+
+/// Decode an entry header (`ENTRY_HEADER` bytes): page number, kind and data length, the length
+/// checked against the kind.
+pub(crate) fn entry_header(h: &[u8], page_size: usize) -> Result<(u64, EntryKind, usize)> {
+    let bad = |why: &str| Error::corrupted(None, format!("journal record payload: {why}"));
+    if h.len() < ENTRY_HEADER {
+        return Err(bad("entry header past the end"));
+    }
+    let kind = match h[8] {
+        0 => EntryKind::Full,
+        1 => EntryKind::Diff,
+        2 => EntryKind::DiffZero,
+        3 => EntryKind::WrittenOnce,
+        k => return Err(bad(&format!("entry kind {k}"))),
+    };
+    let len = le32(h, 12) as usize;
+    match kind {
+        EntryKind::Full if len != page_size => return Err(bad("full image of the wrong size")),
+        EntryKind::WrittenOnce if len != 8 => return Err(bad("written-once entry size")),
+        _ => {}
+    }
+    Ok((le64(h, 0), kind, len))
 }
 
 /// Apply a `Full`, `Diff` or `DiffZero` entry to `page` (which holds the previous version for
@@ -668,6 +757,39 @@ mod tests {
         assert_eq!(pg, fresh);
         apply(&es[2], &mut pg).unwrap();
         assert_eq!(pg, random);
+    }
+
+    /// A record streamed in chunks (header hashed first, then the payload piece by piece) is an
+    /// ordinary record: it decodes and verifies like the framed record of the same payload, and
+    /// a wrong length is refused rather than framed.
+    #[test]
+    fn a_streamed_record_is_an_ordinary_record() {
+        let ps = 4096;
+        let mut p = PayloadBuilder::default();
+        for i in 0..20u64 {
+            p.add_page(i + 2, &page(i as u8 + 1, ps), None);
+        }
+        let raw = p.buf.clone();
+        let mut s = StreamedRecord::begin(5, 2, 99, 1000, 4, p.count, raw.len() as u32);
+        for part in raw.chunks(1000) {
+            s.update(part);
+        }
+        let (h, head) = s.finish().expect("every byte hashed");
+        assert_eq!(h.flags, 0);
+        assert_eq!(h.record_len(), record_len_for(raw.len() as u64));
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(&raw);
+        bytes.resize(h.record_len() as usize, 0);
+        let h2 = RecordHeader::decode(&bytes).unwrap();
+        assert_eq!(h, h2);
+        assert_eq!(verify_and_decode(&h2, &bytes, 2, 99).expect("valid"), raw);
+        // One payload byte changed: not a record.
+        bytes[HEADER_LEN + 500] ^= 1;
+        assert!(verify_and_decode(&h2, &bytes, 2, 99).is_none());
+        // Fewer bytes hashed than announced: no header.
+        let mut s = StreamedRecord::begin(5, 2, 99, 1000, 4, p.count, raw.len() as u32);
+        s.update(&raw[..raw.len() - 1]);
+        assert!(s.finish().is_none());
     }
 
     #[test]

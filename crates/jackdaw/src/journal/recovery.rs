@@ -84,7 +84,7 @@ impl Files<'_> {
     }
 
     /// The verified record at `pos`, if there is one.
-    fn record_at(&mut self, pos: JournalPos, db_id: u64) -> Result<Option<(RecordHeader, Vec<u8>)>> {
+    fn record_at(&mut self, pos: JournalPos, db_id: u64) -> Result<Option<(RecordHeader, Payload)>> {
         let Some((f, len)) = self.get(pos.generation)? else {
             return Ok(None);
         };
@@ -103,16 +103,123 @@ impl Files<'_> {
         if pos.offset + rl > len {
             return Ok(None);
         }
+        if h.flags == 0 && h.raw_len == h.stored_len && h.stored_len as usize >= STREAM_READ_MIN {
+            // A big uncompressed record is verified in chunks and left in its file (faults issue
+            // §5): replay reads it again, chunk by chunk (`Payload::for_each_entry`).
+            let at = pos.offset + record::HEADER_LEN as u64;
+            let ok = stream_checksum(&*f, at, h.stored_len as u64, h.hasher())? == h.checksum;
+            if ok {
+                self.verified.insert(pos.generation);
+                return Ok(Some((h, Payload::File { file: f, offset: at, header: h })));
+            }
+            return Ok(None);
+        }
         let mut bytes = first;
         if rl as usize > BLOCK {
             bytes.resize(rl as usize, 0);
             f.read_exact_at(&mut bytes[BLOCK..], pos.offset + BLOCK as u64).ctx("read journal")?;
         }
-        let found = record::verify_and_decode_owned(&h, bytes, pos.generation, db_id).map(|p| (h, p));
+        let found = record::verify_and_decode_owned(&h, bytes, pos.generation, db_id).map(|p| (h, Payload::Mem(p)));
         if found.is_some() {
             self.verified.insert(pos.generation);
         }
         Ok(found)
+    }
+}
+
+/// Uncompressed records whose payload is at least this long are not read into memory whole:
+/// verified in chunks, then read again in chunks as they are applied (faults issue §5).
+const STREAM_READ_MIN: usize = 4 << 20;
+/// The chunk of a record read at once when it is streamed.
+const STREAM_READ_CHUNK: usize = 4 << 20;
+
+/// xxh3 of `len` bytes of `f` from `at`, fed to `h` (which holds the record header's bytes), in
+/// chunks of `STREAM_READ_CHUNK`. A file shorter than that is an error of the read.
+fn stream_checksum(f: &dyn StorageFile, at: u64, len: u64, mut h: xxhash_rust::xxh3::Xxh3) -> Result<u64> {
+    let mut buf = vec![0u8; STREAM_READ_CHUNK.min(len as usize)];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(buf.len() as u64) as usize;
+        f.read_exact_at(&mut buf[..n], at + done).ctx("read journal")?;
+        h.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(h.digest())
+}
+
+/// A verified record's payload: in memory (small records, compressed ones), or left in its file
+/// (big uncompressed ones, `STREAM_READ_MIN`) and read in chunks when it is applied.
+pub(crate) enum Payload {
+    Mem(Vec<u8>),
+    File { file: Arc<dyn StorageFile>, offset: u64, header: RecordHeader },
+}
+
+impl Payload {
+    /// Call `f` with each entry of the payload, in order, with the bounds checks of
+    /// `record::entries`. From a file, the payload is read again in chunks (memory: one chunk and
+    /// one entry) and hashed on the way: if its bytes no longer match the checksum verified by
+    /// the scan (the file changed under recovery), the result is `Corrupted`, after `f` may have
+    /// seen entries of it (callers apply to memory and fail as a whole).
+    pub(crate) fn for_each_entry(
+        &self,
+        count: u32,
+        page_size: usize,
+        f: &mut dyn FnMut(record::Entry<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (file, offset, header) = match self {
+            Payload::Mem(p) => {
+                for e in record::entries(p, count, page_size)? {
+                    f(e)?;
+                }
+                return Ok(());
+            }
+            Payload::File { file, offset, header } => (file, *offset, header),
+        };
+        let bad = |why: &str| Error::corrupted(None, format!("journal record {} payload: {why}", header.txid));
+        let len = header.stored_len as u64;
+        let mut hasher = header.hasher();
+        // `buf[lo..]` holds the bytes read and not yet parsed; `read` bytes of the payload read.
+        let mut buf: Vec<u8> = Vec::with_capacity(STREAM_READ_CHUNK + 2 * page_size + 2 * record::ENTRY_HEADER);
+        let (mut lo, mut read) = (0usize, 0u64);
+        // Make `n` unparsed bytes available (reading on in chunks), or say why not.
+        let mut fill = |buf: &mut Vec<u8>, lo: &mut usize, n: usize| -> Result<()> {
+            if buf.len() - *lo >= n {
+                return Ok(());
+            }
+            buf.drain(..*lo);
+            *lo = 0;
+            let want = (n - buf.len()).max(STREAM_READ_CHUNK) as u64;
+            let take = want.min(len - read) as usize;
+            if buf.len() + take < n {
+                return Err(bad("entry past the end"));
+            }
+            let at = buf.len();
+            buf.resize(at + take, 0);
+            file.read_exact_at(&mut buf[at..], offset + read).ctx("read journal")?;
+            hasher.update(&buf[at..]);
+            read += take as u64;
+            Ok(())
+        };
+        for _ in 0..count {
+            fill(&mut buf, &mut lo, record::ENTRY_HEADER)?;
+            let (pgno, kind, dlen) = record::entry_header(&buf[lo..lo + record::ENTRY_HEADER], page_size)?;
+            // No entry the engine writes is longer than two pages (a diff stops past 7/8 of one,
+            // after at most one more run): a longer one would make this buffer grow unbounded.
+            if dlen > 2 * page_size + record::ENTRY_HEADER {
+                return Err(bad("entry longer than two pages"));
+            }
+            fill(&mut buf, &mut lo, record::ENTRY_HEADER + dlen)?;
+            let data = &buf[lo + record::ENTRY_HEADER..lo + record::ENTRY_HEADER + dlen];
+            f(record::Entry { pgno, kind, data })?;
+            lo += record::ENTRY_HEADER + dlen;
+        }
+        if lo != buf.len() || read != len {
+            return Err(bad("trailing bytes"));
+        }
+        if hasher.digest() != header.checksum {
+            return Err(bad("changed while it was replayed (its checksum no longer matches)"));
+        }
+        Ok(())
     }
 }
 
@@ -121,7 +228,7 @@ pub(crate) fn scan(
     storage: &dyn Storage,
     paths: &BTreeMap<u64, PathBuf>,
     header: &Header,
-    mut visit: impl FnMut(&RecordHeader, &[u8]) -> Result<()>,
+    mut visit: impl FnMut(&RecordHeader, &Payload) -> Result<()>,
 ) -> Result<ScanEnd> {
     let mut files = Files { storage, paths, open: Vec::new(), verified: BTreeSet::new() };
     let mut pos = JournalPos { generation: header.journal_gen, offset: header.journal_offset };
@@ -290,7 +397,7 @@ pub(crate) fn replay(
             ));
         }
         high = h.next_page;
-        for e in record::entries(payload, h.page_count, ps)? {
+        payload.for_each_entry(h.page_count, ps, &mut |e| {
             if e.pgno < crate::data::file::FIRST_BITMAP_PAGE || e.pgno >= h.next_page {
                 return Err(Error::corrupted(
                     Some(e.pgno),
@@ -302,7 +409,7 @@ pub(crate) fn replay(
                 c.copy_from_slice(e.data);
                 written_once.insert(e.pgno, u64::from_le_bytes(c));
                 pages.remove(&e.pgno);
-                continue;
+                return Ok(());
             }
             written_once.remove(&e.pgno);
             let page = match pages.entry(e.pgno) {
@@ -322,9 +429,8 @@ pub(crate) fn replay(
             // two versions), which fails its own checksum and yet rebuilds correctly, since each
             // byte is one of two versions that the later records' diffs agree on outside the
             // ranges they set. Damage of any other kind is caught below, once the page is whole.
-            record::apply(&e, page)?;
-        }
-        Ok(())
+            record::apply(&e, page)
+        })
     })?;
     // Every rebuilt page must verify once its last record is applied: pages are sealed at
     // commit, so damage in a base page outside the replayed ranges is caught here.

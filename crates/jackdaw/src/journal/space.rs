@@ -217,7 +217,11 @@ impl Space {
     /// the transaction is published (invariant 5): on error nothing is promised, and the
     /// environment stays usable unless `poison` says otherwise.
     pub(crate) fn reserve(&mut self, txid: u64, payload: &Compressed) -> std::result::Result<Slot, ReserveError> {
-        let len = record::record_len(payload);
+        self.reserve_len(txid, record::record_len(payload))
+    }
+
+    /// `reserve` for a record of `len` bytes (a streamed record, `record::StreamedRecord`).
+    pub(crate) fn reserve_len(&mut self, txid: u64, len: u64) -> std::result::Result<Slot, ReserveError> {
         let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
         if !fits {
             self.rotate(len)?;

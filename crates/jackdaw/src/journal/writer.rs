@@ -236,6 +236,55 @@ impl Journal {
         Ok(Appended { end: JournalPos { generation: slot.generation, offset: slot.offset + len }, written_len: len })
     }
 
+    /// Append a streamed record (`record::StreamedRecord`): its bytes past the first block are
+    /// already in the file (written by `prepare` into the reserved slot, through the buffered
+    /// handle); `first`, its first block with the header, is still to be written. Earlier
+    /// deferred records go first, then `first`, which makes the record valid, then a sync for
+    /// `Sync` (as `append_large`). Until then the slot holds no header: a crash leaves bytes that
+    /// never verify as a record, so recovery ends the log before it.
+    pub(crate) fn append_streamed(
+        &mut self,
+        slot: Slot,
+        first: &[u8],
+        stats: (u64, u64),
+        durability: Durability,
+    ) -> Result<Appended> {
+        let r = self.append_streamed_inner(slot, first, stats, durability);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn append_streamed_inner(
+        &mut self,
+        slot: Slot,
+        first: &[u8],
+        (raw_len, full_bytes): (u64, u64),
+        durability: Durability,
+    ) -> Result<Appended> {
+        if slot.txid != self.last_txid + 1 {
+            return Err(Error::Invalid(format!(
+                "internal: journal record {} written out of order (last written {})",
+                slot.txid, self.last_txid
+            )));
+        }
+        let len = slot.len;
+        self.last_txid = slot.txid;
+        Counters::add(&self.counters.journal_bytes_raw, raw_len);
+        Counters::add(&self.counters.journal_bytes_stored, len);
+        Counters::add(&self.counters.journal_bytes_full, full_bytes);
+        self.write_pending()?;
+        slot.buffered.write_all_at(first, slot.offset).ctx("journal write (streamed record's first block)")?;
+        Counters::add(&self.counters.journal_writes, 1);
+        self.written_txid = slot.txid;
+        self.mark_dirty(&slot.buffered);
+        if durability == Durability::Sync {
+            self.sync_dirty()?;
+        }
+        Ok(Appended { end: JournalPos { generation: slot.generation, offset: slot.offset + len }, written_len: len })
+    }
+
     /// Files that hold records still to be written or synced (and so stay open).
     fn unsynced_files(&self) -> usize {
         let mut files: Vec<&Arc<dyn StorageFile>> = Vec::new();

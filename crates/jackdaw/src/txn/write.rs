@@ -26,6 +26,7 @@ use super::page_table::{PageBuf, PgnoMap};
 use super::read::{PageRef, View};
 use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
+use crate::error::IoContext;
 use crate::journal::record::{self, PayloadBuilder};
 use crate::journal::space::Slot;
 use crate::journal::Journal;
@@ -505,46 +506,62 @@ impl PageTxn {
         // (a failed sync poisons).
         ensure_pages(&core, self.next_page)?;
         let once = self.write_once_at_commit(&pgnos)?;
-        let mut payload = PayloadBuilder::default();
-        let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
-        streamed.sort_unstable();
-        for (p, sum) in streamed {
-            payload.add_written_once(p, sum, core.page_size);
-        }
-        for p in &pgnos {
-            let d = &self.dirty[p];
-            if once.contains(p) {
-                payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
-            } else if d.fresh {
-                payload.add_page(*p, &d.buf, None);
-            } else if let Some(w) = &d.written {
-                payload.add_page_ranges(*p, &d.buf, w);
-            } else if let Some(old) = &d.held {
-                payload.add_page(*p, &d.buf, Some(old));
-            } else {
-                payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
+        let journaled = (pgnos.len() - once.len()) as u64 * core.page_size as u64;
+        let streams = core.opts.stream_record_bytes > 0 && journaled >= core.opts.stream_record_bytes;
+        let (rec, stats) = if streams {
+            let (slot, first, stats) = self.write_streamed(txid, &pgnos, &once, kinds)?;
+            (
+                Record::Streamed {
+                    slot,
+                    first,
+                    raw_len: stats.journal_bytes_raw,
+                    full_bytes: stats.journal_bytes_full,
+                },
+                stats,
+            )
+        } else {
+            let mut payload = PayloadBuilder::default();
+            let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
+            streamed.sort_unstable();
+            for (p, sum) in streamed {
+                payload.add_written_once(p, sum, core.page_size);
             }
-        }
-        let stats = CommitStats {
-            txid: crate::ids::TxId::new(txid),
-            pages: pgnos.len() + self.streamed.len(),
-            written_once_pages: once.len() + self.streamed.len(),
-            spilled_pages: self.spilled as usize,
-            pages_by_kind: kinds,
-            journal_bytes_full: payload.full_bytes,
-            journal_bytes_raw: payload.buf.len() as u64,
-            journal_bytes_written: 0,
-            time: std::time::Duration::ZERO,
+            for p in &pgnos {
+                let d = &self.dirty[p];
+                if once.contains(p) {
+                    payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
+                } else if d.fresh {
+                    payload.add_page(*p, &d.buf, None);
+                } else if let Some(w) = &d.written {
+                    payload.add_page_ranges(*p, &d.buf, w);
+                } else if let Some(old) = &d.held {
+                    payload.add_page(*p, &d.buf, Some(old));
+                } else {
+                    payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
+                }
+            }
+            let stats = CommitStats {
+                txid: crate::ids::TxId::new(txid),
+                pages: pgnos.len() + self.streamed.len(),
+                written_once_pages: once.len() + self.streamed.len(),
+                spilled_pages: self.spilled as usize,
+                pages_by_kind: kinds,
+                journal_bytes_full: payload.full_bytes,
+                journal_bytes_raw: payload.buf.len() as u64,
+                journal_bytes_written: 0,
+                time: std::time::Duration::ZERO,
+            };
+            let payload = record::compress(payload, core.opts.max_record_bytes)?;
+            // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
+            // A full disk or no descriptor fails this commit alone; nothing is published yet.
+            let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
+                if e.poison {
+                    core.poison(&e.error);
+                }
+                e.error
+            })?;
+            (Record::Framed(slot, payload), stats)
         };
-        let payload = record::compress(payload, core.opts.max_record_bytes)?;
-        // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
-        // A full disk or no descriptor fails this commit alone; nothing is published yet.
-        let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
-            if e.poison {
-                core.poison(&e.error);
-            }
-            e.error
-        })?;
         pgnos.retain(|p| !once.contains(p));
         let versions: Vec<(u64, PageBuf)> =
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
@@ -571,12 +588,191 @@ impl PageTxn {
             txid: Some(txid),
             base: self.base.txid,
             next_page: self.next_page,
-            payload: Some((slot, payload)),
+            payload: Some(rec),
             durability: self.durability,
             stats,
             t0,
             done: false,
         })
+    }
+}
+
+impl PageTxn {
+    /// Every journal entry of the commit, in record order (written-once pages streamed earlier,
+    /// then the dirty pages in page order), each added to `pb` and followed by a call of `each`.
+    /// The same entries as the in-memory path of `prepare` builds, from the same inputs, so two
+    /// calls give the same bytes.
+    fn encode_entries(
+        &self,
+        pgnos: &[u64],
+        once: &HashSet<u64>,
+        pb: &mut PayloadBuilder,
+        each: &mut dyn FnMut(&mut PayloadBuilder) -> Result<()>,
+    ) -> Result<()> {
+        let ps = self.core.page_size;
+        let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
+        streamed.sort_unstable();
+        for (p, sum) in streamed {
+            pb.add_written_once(p, sum, ps);
+            each(pb)?;
+        }
+        for p in pgnos {
+            let d = &self.dirty[p];
+            if once.contains(p) {
+                pb.add_written_once(*p, page::stored_checksum(&d.buf), ps);
+            } else if d.fresh {
+                pb.add_page(*p, &d.buf, None);
+            } else if let Some(w) = &d.written {
+                pb.add_page_ranges(*p, &d.buf, w);
+            } else if let Some(old) = &d.held {
+                pb.add_page(*p, &d.buf, Some(old));
+            } else {
+                pb.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
+            }
+            each(pb)?;
+        }
+        Ok(())
+    }
+
+    /// The record of a big commit, streamed into the journal (faults issue §5): the payload is
+    /// never held whole beside the dirty pages it is made of. A first pass encodes each entry
+    /// into one reused buffer only to add up the payload's length and entry count; the record's
+    /// place is reserved for that length; a second pass encodes the entries again into a chunk
+    /// buffer (`STREAM_CHUNK`), hashing each chunk and writing it into the reserved place after
+    /// the record's first block, padding included. The first block (header with the checksum, and
+    /// the payload's first bytes) is returned for `finish` to write after every earlier record:
+    /// until then the place holds no header, so nothing there verifies as a record. Stored uncompressed: a compressed length is not known before the
+    /// bytes are compressed, and the checksum covers the header (lengths included) first.
+    ///
+    /// Memory: one page of entry in the first pass, about `STREAM_CHUNK` in the second.
+    /// Failures: before the reservation, this commit fails alone (`TransactionTooLarge`, a full
+    /// disk at rotation); after it, the environment is poisoned (the reserved place would
+    /// otherwise be a hole in the log, and bytes may have reached the file).
+    fn write_streamed(
+        &self,
+        txid: u64,
+        pgnos: &[u64],
+        once: &HashSet<u64>,
+        kinds: PagesByKind,
+    ) -> Result<(Slot, Vec<u8>, CommitStats)> {
+        let core = &self.core;
+        let mut pb = PayloadBuilder::default();
+        let mut raw = 0u64;
+        self.encode_entries(pgnos, once, &mut pb, &mut |pb| {
+            raw += pb.buf.len() as u64;
+            pb.buf.clear();
+            Ok(())
+        })?;
+        let (count, full_bytes) = (pb.count, pb.full_bytes);
+        let max = core.opts.max_record_bytes;
+        let raw_len = u32::try_from(raw)
+            .ok()
+            .filter(|l| u64::from(*l) <= max)
+            .ok_or(Error::TransactionTooLarge { bytes: raw, max: max.min(u32::MAX as u64) })?;
+        // Truthful whenever it is read: `durable_txid` only grows (FORMAT.md §6.1).
+        let synced_through = core.journal.lock().durable_txid();
+        let len = record::record_len_for(raw);
+        let slot = core.space.lock().reserve_len(txid, len).map_err(|e| {
+            if e.poison {
+                core.poison(&e.error);
+            }
+            e.error
+        })?;
+        let head = self.stream_payload(&slot, txid, synced_through, count, raw_len, pgnos, once).inspect_err(|e| {
+            core.poison(&Error::Poisoned(format!("a streamed journal record could not be written: {e}")))
+        })?;
+        let stats = CommitStats {
+            txid: crate::ids::TxId::new(txid),
+            pages: pgnos.len() + self.streamed.len(),
+            written_once_pages: once.len() + self.streamed.len(),
+            spilled_pages: self.spilled as usize,
+            pages_by_kind: kinds,
+            journal_bytes_full: full_bytes,
+            journal_bytes_raw: raw,
+            journal_bytes_written: 0,
+            time: std::time::Duration::ZERO,
+        };
+        Ok((slot, head, stats))
+    }
+
+    /// The second pass of `write_streamed`: the payload and padding into `slot`, hashed, except
+    /// the record's first block (`BLOCK` bytes, or the whole record if shorter), which is
+    /// returned with the header in it for `finish` to write in one piece. So until `finish`,
+    /// the slot's first block is untouched: a journal file whose first record was streamed but
+    /// never finished still starts with zeros (a new file) or an old generation's record (a
+    /// recycled one), and the next open recognises it as its own and removes it, rather than
+    /// setting it aside as a stranger's (`recovery::sort_files`).
+    #[allow(clippy::too_many_arguments)]
+    fn stream_payload(
+        &self,
+        slot: &Slot,
+        txid: u64,
+        synced_through: u64,
+        count: u32,
+        raw_len: u32,
+        pgnos: &[u64],
+        once: &HashSet<u64>,
+    ) -> Result<Vec<u8>> {
+        let core = &self.core;
+        let mut rec = record::StreamedRecord::begin(
+            txid,
+            slot.generation,
+            core.db_id,
+            self.next_page,
+            synced_through,
+            count,
+            raw_len,
+        );
+        let file = slot.buffered.clone();
+        let end = slot.offset + slot.len;
+        let first_end = slot.offset + slot.len.min(record::BLOCK as u64);
+        // The header's place, filled in below once the checksum is known.
+        let mut first = vec![0u8; record::HEADER_LEN];
+        let mut at = slot.offset + record::HEADER_LEN as u64;
+        let counters = &core.counters;
+        let mut emit = |mut buf: &[u8]| -> Result<()> {
+            if at + buf.len() as u64 > end {
+                return Err(Error::Invalid("internal: a streamed record outgrew its reservation".into()));
+            }
+            if at < first_end {
+                let k = buf.len().min((first_end - at) as usize);
+                first.extend_from_slice(&buf[..k]);
+                buf = &buf[k..];
+                at += k as u64;
+            }
+            if !buf.is_empty() {
+                file.write_all_at(buf, at).ctx("journal write (streamed record)")?;
+                Counters::add(&counters.journal_writes, 1);
+                at += buf.len() as u64;
+            }
+            Ok(())
+        };
+        let mut pb =
+            PayloadBuilder { buf: Vec::with_capacity(record::STREAM_CHUNK + 2 * core.page_size), ..Default::default() };
+        self.encode_entries(pgnos, once, &mut pb, &mut |pb| {
+            if pb.buf.len() >= record::STREAM_CHUNK {
+                rec.update(&pb.buf);
+                emit(&pb.buf)?;
+                pb.buf.clear();
+            }
+            Ok(())
+        })?;
+        rec.update(&pb.buf);
+        // Zero padding to the record's end (not covered by the checksum; written so that the
+        // whole reserved place holds this record's bytes, as a framed record's does).
+        let pad = (slot.len - record::HEADER_LEN as u64).saturating_sub(raw_len as u64);
+        pb.buf.resize(pb.buf.len() + pad as usize, 0);
+        emit(&pb.buf)?;
+        if at != end || first.len() as u64 != first_end - slot.offset {
+            return Err(Error::Invalid("internal: a streamed record does not fill its reservation".into()));
+        }
+        match rec.finish() {
+            Some((_, head)) if pb.count == count => {
+                first[..record::HEADER_LEN].copy_from_slice(&head);
+                Ok(first)
+            }
+            _ => Err(Error::Invalid("internal: the two passes over a streamed record disagree".into())),
+        }
     }
 }
 
@@ -666,6 +862,19 @@ impl Drop for CheckMark {
     }
 }
 
+/// A prepared transaction's record: framed in memory (most commits), or streamed, its payload
+/// already in the journal file and only its header still to be written (`write_streamed`).
+enum Record {
+    Framed(Slot, record::Compressed),
+    /// `first`: the record's first block (header included), still to be written.
+    Streamed {
+        slot: Slot,
+        first: Vec<u8>,
+        raw_len: u64,
+        full_bytes: u64,
+    },
+}
+
 /// A transaction between `prepare` and `finish`: its record is not written yet and snapshots do
 /// not see it, but the next write transaction already builds on it.
 pub(crate) struct Prepared {
@@ -673,7 +882,7 @@ pub(crate) struct Prepared {
     txid: Option<u64>,
     base: u64,
     next_page: u64,
-    payload: Option<(Slot, record::Compressed)>,
+    payload: Option<Record>,
     durability: Durability,
     stats: CommitStats,
     t0: std::time::Instant,
@@ -699,7 +908,7 @@ impl Prepared {
     pub(crate) fn finish(mut self) -> Result<CommitStats> {
         self.done = true;
         let core = &self.core;
-        let (Some(txid), Some((slot, payload))) = (self.txid, self.payload.take()) else {
+        let (Some(txid), Some(rec)) = (self.txid, self.payload.take()) else {
             // Nothing written: a `Sync` empty commit still makes earlier records durable.
             if self.durability == Durability::Sync {
                 let mut j = core.journal.lock();
@@ -721,7 +930,12 @@ impl Prepared {
                 core.journal_cv.notify_all();
                 return Err(Error::Poisoned("an earlier journal write failed".into()));
             }
-            let r = j.append(slot, self.next_page, &payload, self.durability);
+            let r = match rec {
+                Record::Framed(slot, payload) => j.append(slot, self.next_page, &payload, self.durability),
+                Record::Streamed { slot, first, raw_len, full_bytes } => {
+                    j.append_streamed(slot, &first, (raw_len, full_bytes), self.durability)
+                }
+            };
             if let Ok(a) = &r {
                 for t in core.txlog.lock().iter_mut().rev() {
                     if t.txid == txid {
