@@ -110,7 +110,10 @@ const DATA: &str = "/cs/db/data.jdb";
 const JDIR: &str = "/cs/db/journal";
 const PS: usize = 4096;
 const ALLOC_CAP: u64 = 256 << 20;
-const DEADLINE: Duration = Duration::from_secs(2);
+/// A case past this is a hang (the engine must never hang on damaged data). A case takes
+/// milliseconds; 2 s was once exceeded on a shared 2-core machine under a 1 GiB measurement, so
+/// the margin is wide.
+const DEADLINE: Duration = Duration::from_secs(10);
 /// `run_case` also writes to every tree after reading it (the field sweep).
 static WRITE_PHASE: AtomicBool = AtomicBool::new(false);
 
