@@ -5,7 +5,8 @@
 //! read once in random order. With a second argument `R`, only the first `R` keys of that order
 //! are read (so that `valgrind --tool=callgrind` can attribute a known number of gets). With a
 //! third argument `into`, values are copied out with `get_into` (as the bench does) instead of
-//! `get`.
+//! `get`; with `txn`, each get runs in a read transaction of its own (YCSB's shape: the begin and
+//! end of a read transaction are part of each operation).
 use jackdaw::{Env, Options};
 use std::time::Instant;
 fn main() {
@@ -43,11 +44,16 @@ fn main() {
     let n = order.len() as u64;
     let r = env.read().unwrap();
     let into = std::env::args().nth(3).is_some_and(|a| a == "into");
+    let per_txn = std::env::args().nth(3).is_some_and(|a| a == "txn");
     let mut buf = [0u8; 100];
     let mut out = Vec::with_capacity(256);
     let s = Instant::now();
     for &i in order {
-        if into {
+        if per_txn {
+            let r = env.read().unwrap();
+            let v = r.get(&t, keys[i]).unwrap().unwrap();
+            buf.copy_from_slice(&v);
+        } else if into {
             assert!(r.get_into(&t, keys[i], &mut out).unwrap());
             buf.copy_from_slice(&out);
         } else {

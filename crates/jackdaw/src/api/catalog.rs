@@ -71,16 +71,34 @@ pub(crate) fn resolve<P: PageRead + ?Sized>(
     tree: &Tree,
     db_id: u64,
     touched: &mut u64,
-) -> Result<(String, TreeDesc)> {
+) -> Result<TreeDesc> {
+    Ok(resolve_named(p, root, cache, tree, db_id, touched)?.1)
+}
+
+/// `resolve`, with the tree's current name: the handle's, unless the tree was renamed (then
+/// found by id). The name is a borrow of the handle's in the common case (no allocation on a
+/// read transaction's first use of a tree).
+pub(crate) fn resolve_named<'t, P: PageRead + ?Sized>(
+    p: &P,
+    root: &TreeDesc,
+    cache: &mut LeafCache,
+    tree: &'t Tree,
+    db_id: u64,
+    touched: &mut u64,
+) -> Result<(std::borrow::Cow<'t, str>, TreeDesc)> {
     if tree.db_id != db_id {
         return Err(Error::Invalid("tree handle of another environment".into()));
     }
     if let Some(d) = lookup(p, root, cache, &tree.name, touched)? {
         if d.id == tree.id {
-            return Ok((tree.name.to_string(), d));
+            return Ok((std::borrow::Cow::Borrowed(&*tree.name), d));
         }
     }
-    list(p, root)?.into_iter().find(|(_, d)| d.id == tree.id).ok_or_else(|| Error::NoSuchTree(tree.name.to_string()))
+    list(p, root)?
+        .into_iter()
+        .find(|(_, d)| d.id == tree.id)
+        .map(|(n, d)| (std::borrow::Cow::Owned(n), d))
+        .ok_or_else(|| Error::NoSuchTree(tree.name.to_string()))
 }
 
 pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {

@@ -11,18 +11,31 @@ use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::FLAG_OVERFLOW;
 use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind};
 use crate::txn::core::Core;
-use crate::txn::page_table::PgnoMap;
 use crate::txn::{PageRef, Snapshot};
 use crate::{Error, Result};
 use std::cell::RefCell;
 use std::sync::Arc;
 
+/// The descriptors resolved at one committed state, shared by the read transactions of that
+/// state through the snapshot's memo (`txn::core::Readers::memo`): the first transaction at a
+/// txid looks a tree up in the catalog, the next ones copy its descriptor (a point read in a
+/// read transaction of its own skips the meta page and the catalog descent).
+#[derive(Default, Clone)]
+struct SharedDescs {
+    root: Option<TreeDesc>,
+    trees: Vec<(u64, TreeDesc)>,
+}
+
 struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
-    trees: PgnoMap<TreeDesc>,
+    /// Descriptors of the trees this transaction used (few: a linear search, no allocation for
+    /// the first four).
+    trees: smallvec::SmallVec<[(u64, TreeDesc); 4]>,
     /// The tree of the last `desc` call (a run of gets on one tree skips the map).
     last: Option<(u64, TreeDesc)>,
+    /// What earlier transactions of this state resolved (see `SharedDescs`).
+    shared: Option<Arc<SharedDescs>>,
     touched: u64,
 }
 
@@ -45,13 +58,15 @@ impl ReadTxn {
     }
 
     pub(crate) fn from_snapshot(snap: Arc<Snapshot>) -> ReadTxn {
+        let shared = snap.memo.clone().and_then(|m| m.downcast::<SharedDescs>().ok());
         ReadTxn {
             snap,
             state: RefCell::new(ReadState {
                 cache: LeafCache::new(8),
                 root: None,
-                trees: PgnoMap::default(),
+                trees: smallvec::SmallVec::new(),
                 last: None,
+                shared,
                 touched: 0,
             }),
         }
@@ -90,6 +105,10 @@ impl ReadTxn {
         if let Some(r) = st.root {
             return Ok(r);
         }
+        if let Some(r) = st.shared.as_ref().and_then(|s| s.root) {
+            st.root = Some(r);
+            return Ok(r);
+        }
         let r = Meta::decode(&self.snap.page(META_PAGE)?)?.root;
         st.root = Some(r);
         Ok(r)
@@ -103,19 +122,38 @@ impl ReadTxn {
                     return Ok(d);
                 }
             }
-            if let Some(d) = st.trees.get(&tree.id) {
-                let d = *d;
+            if let Some(d) = st.trees.iter().find(|(id, _)| *id == tree.id).map(|(_, d)| *d) {
                 drop(st);
                 self.state.borrow_mut().last = Some((tree.id, d));
                 return Ok(d);
             }
         }
+        if tree.db_id != self.snap.core.db_id {
+            return Err(Error::Invalid("tree handle of another environment".into()));
+        }
+        let mut st = self.state.borrow_mut();
+        if let Some(d) = st.shared.as_ref().and_then(|s| s.trees.iter().find(|(id, _)| *id == tree.id)).map(|(_, d)| *d)
+        {
+            st.trees.push((tree.id, d));
+            st.last = Some((tree.id, d));
+            return Ok(d);
+        }
+        drop(st);
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let (_, d) = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
-        st.trees.insert(tree.id, d);
+        let d = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
+        st.trees.push((tree.id, d));
         st.last = Some((tree.id, d));
+        // Share it with the transactions that begin at this state after this one.
+        let mut next = st.shared.as_deref().cloned().unwrap_or_default();
+        if next.trees.len() < 64 {
+            next.root = Some(root);
+            next.trees.push((tree.id, d));
+            let next = Arc::new(next);
+            st.shared = Some(next.clone());
+            self.snap.publish_memo(next);
+        }
         Ok(d)
     }
 

@@ -154,9 +154,10 @@ impl WriteTxn {
             return Ok(st.desc);
         }
         let mut touched = self.touched.get();
-        let r = catalog::resolve(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
+        let r = catalog::resolve_named(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
         self.touched.set(touched);
         let (name, desc) = r?;
+        let name = name.into_owned();
         self.trees.borrow_mut().insert(tree.id, TreeState { name, desc, dirty: false });
         Ok(desc)
     }

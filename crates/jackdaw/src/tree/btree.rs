@@ -19,9 +19,11 @@ pub(crate) type Path = Vec<(u64, usize)>;
 /// The key range a leaf covers, from the separators above it.
 #[derive(Default, Clone)]
 pub(crate) struct Fences {
-    pub low: Vec<u8>,
+    /// Fence keys are held inline up to 32 bytes: filling a cache slot for short keys does not
+    /// allocate (a read transaction of one point read made two allocations here).
+    pub low: smallvec::SmallVec<[u8; 32]>,
     pub low_inf: bool,
-    pub high: Vec<u8>,
+    pub high: smallvec::SmallVec<[u8; 32]>,
     pub high_inf: bool,
 }
 
@@ -50,18 +52,24 @@ struct CacheSlot {
 /// The most recent hit is tried first; after a long run of misses (random access) only that one
 /// is tried, with a full scan every 16th lookup, and only the descents of those 16th lookups
 /// record their leaf's fences and fill a slot, so the cache costs little where it cannot help
-/// (and a return to local access is noticed within 16 lookups).
+/// (and a return to local access is noticed within 16 lookups). The first descent of a cache's
+/// life fills no slot: a cache helps only from its second lookup on, and a read transaction of
+/// one point read (YCSB's shape) then spends nothing on it (callgrind, `examples/rndread` with
+/// a read transaction per get: ~960 instructions of ~2,700 per transaction); a transaction of
+/// several lookups in one leaf pays one more descent.
 pub(crate) struct LeafCache {
     slots: Vec<CacheSlot>,
     cap: usize,
     next: usize,
     mru: usize,
     misses: std::cell::Cell<u32>,
+    /// Whether a descent through this cache happened yet.
+    descended: bool,
 }
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache { slots: Vec::with_capacity(cap), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0) }
+        LeafCache { slots: Vec::new(), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0), descended: false }
     }
     #[inline]
     pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
@@ -84,7 +92,10 @@ impl LeafCache {
     /// Whether the descent after the miss just reported by `lookup` should fill a slot (always,
     /// except in a long run of misses, where only every 16th does: see the type's doc).
     #[inline]
-    fn wants_fill(&self) -> bool {
+    fn wants_fill(&mut self) -> bool {
+        if !std::mem::replace(&mut self.descended, true) {
+            return false;
+        }
         let m = self.misses.get().wrapping_sub(1);
         m < 16 || m.is_multiple_of(16)
     }
@@ -101,6 +112,9 @@ impl LeafCache {
     fn insert(&mut self, tree: u64, pgno: u64, fences: Fences) {
         let s = CacheSlot { tree, pgno, fences };
         if self.slots.len() < self.cap {
+            if self.slots.capacity() == 0 {
+                self.slots.reserve_exact(self.cap);
+            }
             self.mru = self.slots.len();
             self.slots.push(s);
         } else {

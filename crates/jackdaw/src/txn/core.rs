@@ -49,9 +49,29 @@ pub(crate) struct Readers {
     ids: Option<Arc<[u64]>>,
     /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
     pub write_txns: usize,
+    /// What the layers above learned about one committed state (`txid`), shared by the
+    /// snapshots of that state: the API layer keeps the tree descriptors it resolved there, so
+    /// that a read transaction does not look a tree up in the catalog again when the one before
+    /// it, at the same txid, did. Opaque here; immutable once published (a state's content never
+    /// changes), replaced by a newer or larger one.
+    memo: Option<(u64, Arc<dyn std::any::Any + Send + Sync>)>,
 }
 
+/// A state's shared memo (see `Readers::memo`).
+pub(crate) type Memo = Arc<dyn std::any::Any + Send + Sync>;
+
 impl Readers {
+    /// The memo of state `txid`, if one was published.
+    pub(crate) fn memo(&self, txid: u64) -> Option<Memo> {
+        self.memo.as_ref().filter(|(t, _)| *t == txid).map(|(_, m)| m.clone())
+    }
+    /// Publish `m` as the memo of state `txid`, unless one of a newer state is there.
+    pub(crate) fn set_memo(&mut self, txid: u64, m: Memo) {
+        if self.memo.as_ref().is_none_or(|(t, _)| *t <= txid) {
+            self.memo = Some((txid, m));
+        }
+    }
+
     pub(crate) fn add(&mut self, txid: u64, now: Duration) -> usize {
         let n = self.by_txid.entry(txid).or_default();
         if *n == 0 {

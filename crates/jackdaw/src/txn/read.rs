@@ -70,6 +70,8 @@ pub(crate) struct Snapshot {
     pub(crate) core: Arc<Core>,
     pub(crate) view: View,
     slot: usize,
+    /// The memo of this state when the snapshot began (`Readers::memo`).
+    pub(crate) memo: Option<super::core::Memo>,
 }
 
 impl Drop for Snapshot {
@@ -85,33 +87,43 @@ impl Snapshot {
     /// Capture the last committed state (see the module doc for why under the readers lock).
     pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
         let now = core.opts.clock.now();
-        let (c, slot) = {
+        let (c, slot, memo) = {
             let mut r = core.readers.lock();
             let c = core.committed();
-            (c, r.add(c.txid, now))
+            (c, r.add(c.txid, now), r.memo(c.txid))
         };
-        Snapshot::registered(core, c, slot)
+        Snapshot::registered(core, c, slot, memo)
     }
 
     /// `begin`, or `Closed` once the environment is closed: decided under the readers lock, so
     /// a snapshot never begins after `close` has found no reader and released the locks.
     pub(crate) fn try_begin(core: &Arc<Core>) -> Result<Arc<Snapshot>> {
         let now = core.opts.clock.now();
-        let (c, slot) = {
+        let (c, slot, memo) = {
             let mut r = core.readers.lock();
             if core.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(Error::Closed);
             }
             let c = core.committed();
-            (c, r.add(c.txid, now))
+            (c, r.add(c.txid, now), r.memo(c.txid))
         };
-        Ok(Snapshot::registered(core, c, slot))
+        Ok(Snapshot::registered(core, c, slot, memo))
     }
 
     /// The snapshot of `c`, whose reader slot `slot` is already registered.
-    fn registered(core: &Arc<Core>, c: crate::txn::core::Committed, slot: usize) -> Arc<Snapshot> {
+    fn registered(
+        core: &Arc<Core>,
+        c: crate::txn::core::Committed,
+        slot: usize,
+        memo: Option<super::core::Memo>,
+    ) -> Arc<Snapshot> {
         let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
-        Arc::new(Snapshot { core: core.clone(), view, slot })
+        Arc::new(Snapshot { core: core.clone(), view, slot, memo })
+    }
+
+    /// Publish `m` as the memo of this snapshot's state, for the snapshots that begin after.
+    pub(crate) fn publish_memo(&self, m: super::core::Memo) {
+        self.core.readers.lock().set_memo(self.view.txid, m);
     }
 
     /// The id of the last transaction this snapshot sees.
