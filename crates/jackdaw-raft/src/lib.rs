@@ -11,6 +11,7 @@
 //!   A snapshot is `Env::backup_to_writer`'s stream; installing one restores it into a new
 //!   directory and switches a `CURRENT` pointer file (atomic rename).
 
+pub mod bench;
 pub mod cluster;
 pub mod network;
 pub mod node;
