@@ -255,7 +255,7 @@ pub struct Report {
     pub elections: u64,
     pub new_leader_ms: Option<u128>,
     pub victim: NodeId,
-    pub victim_snapshot_index: Option<u64>,
+    pub victim_snapshots_installed: u64,
     pub checks_clean: bool,
     pub seconds: f64,
 }
@@ -270,7 +270,7 @@ impl Report {
     pub fn line(&self) -> String {
         let present: Vec<String> = self.present.iter().map(|(id, n)| format!("node{id} {n}")).collect();
         format!(
-            "{}: acknowledged {}, present on {}, identical {}, check {}, elections {}, new leader after {}, killed node{}, unacknowledged {}, {:.1} s",
+            "{}: acknowledged {}, present on {}, identical {}, check {}, elections {}, new leader after {}, killed node{} (snapshots it installed since its last start: {}), unacknowledged {}, {:.1} s",
             if self.ok() { "OK" } else { "LOSS" },
             self.acknowledged,
             present.join(" / "),
@@ -279,6 +279,7 @@ impl Report {
             self.elections,
             self.new_leader_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "n/a".into()),
             self.victim,
+            self.victim_snapshots_installed,
             self.failed,
             self.seconds
         )
@@ -394,7 +395,7 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
             checks_clean = false;
         }
     }
-    let victim_snapshot_index = cluster.client.status(&cluster.addrs()[victim]).await?.snapshot_index;
+    let victim_snapshots_installed = cluster.client.status(&cluster.addrs()[victim]).await?.snapshots_installed;
     cluster.stop();
     let elections = terms.lock().unwrap().len().saturating_sub(1) as u64;
     Ok(Report {
@@ -405,7 +406,7 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
         elections,
         new_leader_ms,
         victim: victim_id,
-        victim_snapshot_index,
+        victim_snapshots_installed,
         checks_clean,
         seconds: t0.elapsed().as_secs_f64(),
     })

@@ -70,6 +70,7 @@ pub struct Status {
     pub voters: Vec<NodeId>,
     pub log_appends: u64,
     pub log_syncs: u64,
+    pub snapshots_installed: u64,
 }
 
 /// The contents of a node's state machine.
@@ -167,6 +168,7 @@ async fn api_status(State(a): St) -> Json<Reply<Status>> {
         voters: m.membership_config.membership().voter_ids().collect(),
         log_appends: c.appends.load(std::sync::atomic::Ordering::Relaxed),
         log_syncs: c.syncs.load(std::sync::atomic::Ordering::Relaxed),
+        snapshots_installed: a.sm.installed.load(std::sync::atomic::Ordering::Relaxed),
     }))
 }
 

@@ -331,6 +331,8 @@ pub struct SmShared {
     by_txid: Mutex<BTreeMap<u64, (Option<LogId<NodeId>>, Membership)>>,
     snapshot: Mutex<Option<CurrentSnapshot>>,
     snap_seq: AtomicU64,
+    /// Snapshots installed since this process opened the state machine.
+    pub installed: AtomicU64,
 }
 
 /// openraft's state machine on a second Jackdaw environment. Cheap to clone.
@@ -403,6 +405,7 @@ impl StateMachine {
                 by_txid: Mutex::new(by_txid),
                 snapshot: Mutex::new(None),
                 snap_seq: AtomicU64::new(seq),
+                installed: AtomicU64::new(0),
             }),
         })
     }
@@ -495,6 +498,7 @@ impl StateMachine {
         map.clear();
         map.insert(txid, (applied, membership));
         *self.sh.snapshot.lock().unwrap() = Some(CurrentSnapshot { meta, data });
+        self.sh.installed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
