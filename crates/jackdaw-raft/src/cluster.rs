@@ -34,6 +34,7 @@ fn free_port() -> std::io::Result<u16> {
 impl Cluster {
     /// Start `n` nodes of binary `exe` with data under `dir`, and form the cluster.
     pub async fn start(exe: &Path, dir: &Path, n: usize, snapshot_logs: u64) -> Result<Cluster, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let mut nodes = Vec::new();
         for id in 1..=n as NodeId {
             let port = free_port().map_err(|e| format!("no free port: {e}"))?;

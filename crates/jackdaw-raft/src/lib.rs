@@ -35,6 +35,10 @@ pub enum Request {
     Cas { key: String, expected: Option<String>, new: Option<String> },
     /// Several puts in one entry (applied in one transaction).
     MultiPut { pairs: Vec<(String, String)> },
+    /// Several clients' commands in one entry, applied in order in one transaction (the server
+    /// batches concurrent writes this way: openraft 0.9's leader appends one entry per
+    /// `client_write` and waits for its flush before the next, so batching happens here).
+    Batch { ops: Vec<Request> },
 }
 
 /// What applying a [`Request`] returned.
@@ -44,6 +48,9 @@ pub struct Response {
     pub ok: bool,
     /// The value before the command (for `Put`, `Delete`, `Cas`).
     pub previous: Option<String>,
+    /// For a `Batch`: each command's response, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<Response>,
 }
 
 openraft::declare_raft_types!(

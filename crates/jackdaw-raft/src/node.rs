@@ -80,8 +80,11 @@ pub struct Dump {
     pub pairs: Vec<(String, String)>,
 }
 
+type Pending = (Request, tokio::sync::oneshot::Sender<Reply<WriteAck>>);
+
 struct App {
     id: NodeId,
+    batcher: tokio::sync::mpsc::Sender<Pending>,
     raft: Raft,
     sm: Arc<SmShared>,
     log: LogStore,
@@ -121,13 +124,56 @@ async fn raft_snapshot(
 }
 
 async fn api_write(State(a): St, Json(req): Json<Request>) -> Json<Reply<WriteAck>> {
-    Json(match a.raft.client_write(req).await {
-        Ok(r) => Reply::Ok(WriteAck { index: r.log_id.index, term: r.log_id.leader_id.term, leader: a.id, response: r.data }),
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-            Reply::NotLeader(f.leader_id.zip(f.leader_node.map(|n| n.addr)))
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if a.batcher.send((req, tx)).await.is_err() {
+        return Json(Reply::Error("the node is shutting down".into()));
+    }
+    Json(rx.await.unwrap_or_else(|_| Reply::Error("the node is shutting down".into())))
+}
+
+/// Group commit for clients: the writes that arrive while one `client_write` is in flight go
+/// together as one `Batch` entry (one log append, one sync, one replication round).
+async fn batcher(raft: Raft, id: NodeId, mut rx: tokio::sync::mpsc::Receiver<Pending>) {
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < 1024 {
+            match rx.try_recv() {
+                Ok(p) => group.push(p),
+                Err(_) => break,
+            }
         }
-        Err(e) => Reply::Error(e.to_string()),
-    })
+        let req = if group.len() == 1 {
+            group[0].0.clone()
+        } else {
+            Request::Batch { ops: group.iter().map(|p| p.0.clone()).collect() }
+        };
+        let single = group.len() == 1;
+        match raft.client_write(req).await {
+            Ok(r) => {
+                let ack = |response| WriteAck { index: r.log_id.index, term: r.log_id.leader_id.term, leader: id, response };
+                if single {
+                    let (_, tx) = group.pop().unwrap();
+                    let _ = tx.send(Reply::Ok(ack(r.data)));
+                } else {
+                    let mut results = r.data.results.clone().into_iter();
+                    for (_, tx) in group {
+                        let _ = tx.send(Reply::Ok(ack(results.next().unwrap_or_default())));
+                    }
+                }
+            }
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                let to = f.leader_id.zip(f.leader_node.map(|n| n.addr));
+                for (_, tx) in group {
+                    let _ = tx.send(Reply::NotLeader(to.clone()));
+                }
+            }
+            Err(e) => {
+                for (_, tx) in group {
+                    let _ = tx.send(Reply::Error(e.to_string()));
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -218,7 +264,9 @@ pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
     let config = Arc::new(raft_config(cfg.snapshot_logs).validate()?);
     let shared = sm.shared();
     let raft = Raft::new(cfg.id, config, Network::new(), log.clone(), sm.clone()).await?;
-    let app = Arc::new(App { id: cfg.id, raft: raft.clone(), sm: shared, log: log.clone() });
+    let (btx, brx) = tokio::sync::mpsc::channel(4096);
+    tokio::spawn(batcher(raft.clone(), cfg.id, brx));
+    let app = Arc::new(App { id: cfg.id, batcher: btx, raft: raft.clone(), sm: shared, log: log.clone() });
     let router = Router::new()
         .route("/raft/append", post(raft_append))
         .route("/raft/vote", post(raft_vote))

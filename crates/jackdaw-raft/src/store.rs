@@ -423,15 +423,15 @@ impl StateMachine {
         for e in entries {
             if applied.is_some_and(|a| e.log_id.index <= a.index) {
                 // Already applied (its effect is in this database): never twice.
-                out.push(Response { ok: true, previous: None });
+                out.push(Response { ok: true, ..Default::default() });
                 continue;
             }
             applied = Some(e.log_id);
             match e.payload {
-                EntryPayload::Blank => out.push(Response { ok: true, previous: None }),
+                EntryPayload::Blank => out.push(Response { ok: true, ..Default::default() }),
                 EntryPayload::Membership(m) => {
                     membership = StoredMembership::new(Some(e.log_id), m);
-                    out.push(Response { ok: true, previous: None });
+                    out.push(Response { ok: true, ..Default::default() });
                 }
                 EntryPayload::Normal(req) => out.push(apply_request(&mut tx, &cur.kv, req).map_err(|e| e.to_string())?),
             }
@@ -528,17 +528,17 @@ fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request) -> jackdaw
         Request::Put { key, value } => {
             let previous = get(tx, &key)?;
             tx.put(kv, &key, &value)?;
-            Response { ok: true, previous }
+            Response { ok: true, previous, ..Default::default() }
         }
         Request::Delete { key } => {
             let previous = get(tx, &key)?;
             tx.delete(kv, &key)?;
-            Response { ok: true, previous }
+            Response { ok: true, previous, ..Default::default() }
         }
         Request::Cas { key, expected, new } => {
             let previous = get(tx, &key)?;
             if previous != expected {
-                return Ok(Response { ok: false, previous });
+                return Ok(Response { ok: false, previous, ..Default::default() });
             }
             match new {
                 Some(v) => tx.put(kv, &key, &v)?,
@@ -546,13 +546,20 @@ fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request) -> jackdaw
                     tx.delete(kv, &key)?;
                 }
             }
-            Response { ok: true, previous }
+            Response { ok: true, previous, ..Default::default() }
         }
         Request::MultiPut { pairs } => {
             for (k, v) in pairs {
                 tx.put(kv, &k, &v)?;
             }
-            Response { ok: true, previous: None }
+            Response { ok: true, ..Default::default() }
+        }
+        Request::Batch { ops } => {
+            let mut results = Vec::with_capacity(ops.len());
+            for op in ops {
+                results.push(apply_request(tx, kv, op)?);
+            }
+            Response { ok: results.iter().all(|r| r.ok), previous: None, results }
         }
     })
 }
