@@ -46,12 +46,18 @@ enum Cmd {
         nodes: Vec<String>,
         key: String,
         value: String,
+        /// Give up after this many seconds (retrying while there is no leader).
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
     },
     /// Read KEY through the leader (linearizable: read index confirmed by a quorum).
     Get {
         #[arg(long, value_delimiter = ',', required = true)]
         nodes: Vec<String>,
         key: String,
+        /// Give up after this many seconds (retrying while there is no leader).
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
     },
     /// Print each node's state.
     Status {
@@ -137,17 +143,17 @@ async fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             Client::new(nodes.clone(), t).init(&nodes[0], &members).await.map_err(anyhow::Error::msg)?;
             println!("initialized: {members:?}");
         }
-        Cmd::Put { nodes, key, value } => {
+        Cmd::Put { nodes, key, value, wait } => {
             check_addrs(&nodes)?;
             let ack = Client::new(nodes, t)
-                .write(&Request::Put { key, value }, Duration::from_secs(10))
+                .write(&Request::Put { key, value }, Duration::from_secs(wait))
                 .await
                 .map_err(anyhow::Error::msg)?;
             println!("ok: index {} term {} leader {}", ack.index, ack.term, ack.leader);
         }
-        Cmd::Get { nodes, key } => {
+        Cmd::Get { nodes, key, wait } => {
             check_addrs(&nodes)?;
-            match Client::new(nodes, t).read(&key, Duration::from_secs(10)).await.map_err(anyhow::Error::msg)? {
+            match Client::new(nodes, t).read(&key, Duration::from_secs(wait)).await.map_err(anyhow::Error::msg)? {
                 Some(v) => println!("{v}"),
                 None => {
                     eprintln!("{key}: not found");
