@@ -37,7 +37,7 @@ fn bad_input_is_a_clear_error() {
 
 #[test]
 fn a_node_by_hand_and_its_locked_data_directory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let addr = format!("127.0.0.1:{}", port());
     let node = Kill(
         exe()

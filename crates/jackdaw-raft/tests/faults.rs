@@ -17,7 +17,7 @@ fn scenario(name: &str, mut sc: Scenario) -> jackdaw_raft::cluster::Report {
     println!("{name}: seed {s} (JACKDAW_RAFT_SEED={s} repeats it)");
     sc.seed = s;
     sc.before += s % 200; // the kill point moves with the seed
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let rep = match rt.block_on(run(env!("CARGO_BIN_EXE_jackdaw-raft").as_ref(), dir.path(), &sc, true)) {
         Ok(r) => r,

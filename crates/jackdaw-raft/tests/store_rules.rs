@@ -39,7 +39,7 @@ async fn indexes(s: &mut LogStore) -> Vec<u64> {
 
 #[test]
 fn truncate_and_purge_leave_no_holes_and_a_reopened_store_reports_what_was_acknowledged() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     rt().block_on(async {
         let mut s = LogStore::open(dir.path()).unwrap();
         for i in 1..=20u64 {
@@ -81,7 +81,7 @@ fn truncate_and_purge_leave_no_holes_and_a_reopened_store_reports_what_was_ackno
 
 #[test]
 fn concurrent_appends_are_grouped_under_one_sync() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     rt().block_on(async {
         let s = LogStore::open(dir.path()).unwrap();
         let mut tasks = Vec::new();
@@ -105,7 +105,7 @@ fn concurrent_appends_are_grouped_under_one_sync() {
 /// acknowledged must be in the reopened store, with no hole.
 #[test]
 fn acknowledged_appends_and_votes_survive_sigkill() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_jackdaw-raft"))
         .arg("log-append")
         .arg("--dir")
@@ -149,7 +149,7 @@ fn members(ids: &[u64]) -> Membership<u64, BasicNode> {
 
 #[test]
 fn applied_log_id_and_membership_travel_with_the_data() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     rt().block_on(async {
         let mut sm = StateMachine::open(dir.path()).unwrap();
         let m = Entry { log_id: lid(1, 1), payload: EntryPayload::Membership(members(&[1, 2, 3])) };
@@ -191,7 +191,7 @@ fn applied_log_id_and_membership_travel_with_the_data() {
 
 #[test]
 fn installing_a_snapshot_replaces_the_content_atomically() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap());
     rt().block_on(async {
         let mut sa = StateMachine::open(a.path()).unwrap();
         let mut sb = StateMachine::open(b.path()).unwrap();

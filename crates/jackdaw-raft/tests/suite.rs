@@ -10,7 +10,7 @@ struct Builder;
 
 impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Builder {
     async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<NodeId>> {
-        let dir = tempfile::tempdir().map_err(|e| StorageIOError::write(&e))?;
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).map_err(|e| StorageIOError::write(&e))?;
         let (log, sm) = open_stores(dir.path()).map_err(|e| StorageIOError::write(openraft::AnyError::error(e)))?;
         Ok((dir, log, sm))
     }
