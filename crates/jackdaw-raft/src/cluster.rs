@@ -23,6 +23,8 @@ pub struct Cluster {
     dir: PathBuf,
     nodes: Vec<NodeProc>,
     snapshot_logs: u64,
+    /// Fault tests: make snapshot installs announce themselves and pause this long.
+    pub install_delay_ms: Option<u64>,
     /// A client of all nodes.
     pub client: Client,
 }
@@ -51,6 +53,7 @@ impl Cluster {
             dir: dir.to_path_buf(),
             nodes,
             snapshot_logs,
+            install_delay_ms: None,
             client: Client::new(addrs, Duration::from_secs(3)),
         };
         for i in 0..n {
@@ -79,7 +82,11 @@ impl Cluster {
             .open(&log_path)
             .map_err(|e| format!("open {}: {e}", log_path.display()))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(&self.exe)
+        let mut cmd = Command::new(&self.exe);
+        if let Some(ms) = self.install_delay_ms {
+            cmd.env("JACKDAW_RAFT_TEST_INSTALL_DELAY_MS", ms.to_string());
+        }
+        let child = cmd
             .arg("serve")
             .args(["--id", &n.id.to_string(), "--addr", &n.addr])
             .arg("--data")
@@ -199,6 +206,23 @@ impl Cluster {
         }
     }
 
+    /// Wait until node `i`'s log shows a snapshot install in progress.
+    pub async fn wait_install(&self, i: usize, limit: Duration) -> Result<(), String> {
+        let path = self.dir.join(format!("node-{}.log", self.nodes[i].id));
+        let start = Instant::now();
+        let before = std::fs::read_to_string(&path).unwrap_or_default().matches("installing snapshot").count();
+        loop {
+            let now = std::fs::read_to_string(&path).unwrap_or_default().matches("installing snapshot").count();
+            if now > before {
+                return Ok(());
+            }
+            if start.elapsed() > limit {
+                return Err(format!("node {} started no snapshot install within {limit:?}", self.nodes[i].id));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Data directory of node `i`.
     pub fn data_dir(&self, i: usize) -> &Path {
         &self.nodes[i].data
@@ -240,6 +264,9 @@ pub struct Scenario {
     /// After restarting the victim, kill it again after this long and restart it once more (to
     /// interrupt its catch-up: snapshot install or appends).
     pub kill_again_after: Option<Duration>,
+    /// Instead of a fixed delay: restart the victim with snapshot installs paused, SIGKILL it
+    /// while one is in progress (restored, CURRENT not yet switched), restart it again.
+    pub kill_during_install: bool,
     /// Value salt (printed; `JACKDAW_RAFT_SEED` sets it).
     pub seed: u64,
     /// Give up after this long.
@@ -359,7 +386,17 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
     }
     wait_acked((sc.before + sc.during).min(sc.total)).await?;
     say(format!("{} acknowledged; restarting node{victim_id}", count(&acked)));
+    if sc.kill_during_install {
+        cluster.install_delay_ms = Some(500);
+    }
     cluster.restart(victim).await?;
+    if sc.kill_during_install {
+        cluster.wait_install(victim, Duration::from_secs(15)).await?;
+        say(format!("SIGKILL node{victim_id} during its snapshot install, and restart it"));
+        cluster.kill(victim);
+        cluster.install_delay_ms = None;
+        cluster.restart(victim).await?;
+    }
     if let Some(after) = sc.kill_again_after {
         tokio::time::sleep(after).await;
         say(format!("SIGKILL node{victim_id} again during its catch-up, and restart it"));

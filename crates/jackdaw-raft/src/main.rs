@@ -205,6 +205,7 @@ async fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 victim: Victim::Leader,
                 snapshot_logs: 10_000,
                 kill_again_after: None,
+                kill_during_install: false,
                 seed,
                 limit: Duration::from_secs(timeout),
             };

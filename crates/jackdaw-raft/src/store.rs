@@ -479,6 +479,12 @@ impl StateMachine {
             std::fs::remove_dir_all(&target).map_err(|e| format!("remove {}: {e}", target.display()))?;
         }
         jackdaw::restore_from(&data[..], &target).map_err(|e| format!("restore snapshot: {e}"))?;
+        // Fault tests only: announce the install and hold it open, so that a SIGKILL lands
+        // between the restore and the switch of CURRENT.
+        if let Some(ms) = std::env::var("JACKDAW_RAFT_TEST_INSTALL_DELAY_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+            eprintln!("installing snapshot {} into {}", meta.snapshot_id, target.display());
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let env = open_sm_env(dir, name.clone()).map_err(|e| e.to_string())?;
         let (txid, applied, membership) = read_applied(&env)?;
         if applied != meta.last_log_id || membership != meta.last_membership {

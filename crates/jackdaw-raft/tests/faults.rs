@@ -47,6 +47,7 @@ fn base(victim: Victim) -> Scenario {
         victim,
         snapshot_logs: 10_000,
         kill_again_after: None,
+        kill_during_install: false,
         seed: 0,
         limit: Duration::from_secs(35),
     }
@@ -64,7 +65,7 @@ fn follower_killed_during_appends_and_restarted_twice() {
 
 #[test]
 fn follower_behind_the_purged_log_killed_during_snapshot_catch_up() {
-    let rep_sc = Scenario { snapshot_logs: 100, kill_again_after: Some(Duration::from_millis(50)), ..base(Victim::Follower) };
+    let rep_sc = Scenario { snapshot_logs: 100, kill_during_install: true, ..base(Victim::Follower) };
     let rep = scenario("snapshot", rep_sc);
     assert!(rep.victim_snapshots_installed >= 1, "the restarted follower caught up without a snapshot");
 }
