@@ -126,7 +126,13 @@ pub async fn run(secs: u64, clients: &[usize], dir: Option<PathBuf>) -> anyhow::
         let r = replicated(&c, n, secs, round + 1).await?;
         eprintln!("replicated, {n} clients: {:.0} writes/s", r.ops);
         for (i, st) in c.statuses().await {
-            eprintln!("  node{}: {} appends, {} syncs, last log {:?}", i + 1, st.log_appends, st.log_syncs, st.last_log_index);
+            eprintln!(
+                "  node{}: {} appends, {} syncs, last log {:?}",
+                i + 1,
+                st.log_appends,
+                st.log_syncs,
+                st.last_log_index
+            );
         }
         rep.push((n, r));
     }
@@ -144,7 +150,13 @@ pub async fn run(secs: u64, clients: &[usize], dir: Option<PathBuf>) -> anyhow::
     for ((n, r), (_, s)) in rep.iter().zip(&single) {
         println!(
             "| {n} | {:.0} | {:.2} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2} |",
-            r.ops, r.p50_ms, r.p99_ms, s.ops, s.p50_ms, s.p99_ms, r.ops / s.ops
+            r.ops,
+            r.p50_ms,
+            r.p99_ms,
+            s.ops,
+            s.p50_ms,
+            s.p99_ms,
+            r.ops / s.ops
         );
     }
     let (lo, hi) = (&rep[0], &rep[rep.len() - 1]);

@@ -123,7 +123,8 @@ fn main() -> ExitCode {
 
 fn check_addrs(nodes: &[String]) -> anyhow::Result<()> {
     for n in nodes {
-        n.parse::<SocketAddr>().map_err(|_| anyhow::anyhow!("bad node address {n:?}: expected host:port like 127.0.0.1:21001"))?;
+        n.parse::<SocketAddr>()
+            .map_err(|_| anyhow::anyhow!("bad node address {n:?}: expected host:port like 127.0.0.1:21001"))?;
     }
     Ok(())
 }

@@ -63,20 +63,13 @@ impl Peer {
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}/raft/{}", self.addr, path);
-        let resp = self
-            .client
-            .post(&url)
-            .timeout(option.hard_ttl())
-            .json(req)
-            .send()
-            .await
-            .map_err(|e| {
-                if e.is_connect() {
-                    RPCError::Unreachable(Unreachable::new(&e))
-                } else {
-                    RPCError::Network(NetworkError::new(&e))
-                }
-            })?;
+        let resp = self.client.post(&url).timeout(option.hard_ttl()).json(req).send().await.map_err(|e| {
+            if e.is_connect() {
+                RPCError::Unreachable(Unreachable::new(&e))
+            } else {
+                RPCError::Network(NetworkError::new(&e))
+            }
+        })?;
         let body: Result<Resp, RaftError<NodeId, E>> =
             resp.json().await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         body.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))

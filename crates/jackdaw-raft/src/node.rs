@@ -107,12 +107,17 @@ pub fn raft_config(snapshot_logs: u64) -> Config {
     }
 }
 
-
-async fn raft_append(State(a): St, Json(req): Json<AppendEntriesRequest<TypeConfig>>) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
+async fn raft_append(
+    State(a): St,
+    Json(req): Json<AppendEntriesRequest<TypeConfig>>,
+) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
     Json(a.raft.append_entries(req).await)
 }
 
-async fn raft_vote(State(a): St, Json(req): Json<VoteRequest<NodeId>>) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
+async fn raft_vote(
+    State(a): St,
+    Json(req): Json<VoteRequest<NodeId>>,
+) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
     Json(a.raft.vote(req).await)
 }
 
@@ -155,32 +160,37 @@ async fn batcher(raft: Raft, id: NodeId, mut rx: tokio::sync::mpsc::Receiver<Pen
         let single = group.len() == 1;
         let raft = raft.clone();
         tokio::spawn(async move {
-        let _permit = permit;
-        match raft.client_write(req).await {
-            Ok(r) => {
-                let ack = |response| WriteAck { index: r.log_id.index, term: r.log_id.leader_id.term, leader: id, response };
-                if single {
-                    let (_, tx) = group.pop().unwrap();
-                    let _ = tx.send(Reply::Ok(ack(r.data)));
-                } else {
-                    let mut results = r.data.results.clone().into_iter();
+            let _permit = permit;
+            match raft.client_write(req).await {
+                Ok(r) => {
+                    let ack = |response| WriteAck {
+                        index: r.log_id.index,
+                        term: r.log_id.leader_id.term,
+                        leader: id,
+                        response,
+                    };
+                    if single {
+                        let (_, tx) = group.pop().unwrap();
+                        let _ = tx.send(Reply::Ok(ack(r.data)));
+                    } else {
+                        let mut results = r.data.results.clone().into_iter();
+                        for (_, tx) in group {
+                            let _ = tx.send(Reply::Ok(ack(results.next().unwrap_or_default())));
+                        }
+                    }
+                }
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                    let to = f.leader_id.zip(f.leader_node.map(|n| n.addr));
                     for (_, tx) in group {
-                        let _ = tx.send(Reply::Ok(ack(results.next().unwrap_or_default())));
+                        let _ = tx.send(Reply::NotLeader(to.clone()));
+                    }
+                }
+                Err(e) => {
+                    for (_, tx) in group {
+                        let _ = tx.send(Reply::Error(e.to_string()));
                     }
                 }
             }
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                let to = f.leader_id.zip(f.leader_node.map(|n| n.addr));
-                for (_, tx) in group {
-                    let _ = tx.send(Reply::NotLeader(to.clone()));
-                }
-            }
-            Err(e) => {
-                for (_, tx) in group {
-                    let _ = tx.send(Reply::Error(e.to_string()));
-                }
-            }
-        }
         });
     }
 }
@@ -334,7 +344,12 @@ impl Client {
     }
 
     /// One call to one node.
-    pub async fn call<Req: Serialize, T: DeserializeOwned>(&self, addr: &str, path: &str, body: Option<&Req>) -> Result<Reply<T>, String> {
+    pub async fn call<Req: Serialize, T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+        body: Option<&Req>,
+    ) -> Result<Reply<T>, String> {
         let url = format!("http://{addr}{path}");
         let rb = match body {
             Some(b) => self.http.post(&url).json(b),
@@ -357,12 +372,18 @@ impl Client {
 
     /// Send to the leader (found by asking, following `NotLeader`), trying every node, until
     /// `deadline` passes.
-    pub async fn leader_call<Req: Serialize, T: DeserializeOwned>(&self, path: &str, body: &Req, deadline: Duration) -> Result<T, String> {
+    pub async fn leader_call<Req: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+        deadline: Duration,
+    ) -> Result<T, String> {
         let start = std::time::Instant::now();
         let mut last_err;
         let mut i = 0usize;
         loop {
-            let target = self.leader.lock().unwrap().clone().unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
+            let target =
+                self.leader.lock().unwrap().clone().unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
             match self.call::<Req, T>(&target, path, Some(body)).await {
                 Ok(Reply::Ok(v)) => return Ok(v),
                 Ok(Reply::NotLeader(Some((_, addr)))) if !addr.is_empty() && addr != target => {

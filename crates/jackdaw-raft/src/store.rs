@@ -181,7 +181,11 @@ impl LogStore {
 
     /// Delete the entries in `range`; with `purged`, record it as the last purged log id in the
     /// same transaction. Durable when it returns.
-    fn delete_range(&self, range: (Bound<[u8; 8]>, Bound<[u8; 8]>), purged: Option<LogId<NodeId>>) -> Result<(), String> {
+    fn delete_range(
+        &self,
+        range: (Bound<[u8; 8]>, Bound<[u8; 8]>),
+        purged: Option<LogId<NodeId>>,
+    ) -> Result<(), String> {
         let i = &self.inner;
         let mut tx = i.env.write().map_err(|e| e.to_string())?;
         let keys: Vec<Vec<u8>> = tx
@@ -606,9 +610,8 @@ pub struct SnapshotBuilder {
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, SE> {
         let sm = self.sm.clone();
-        let snap = blocking(move || sm.build_blocking())
-            .await
-            .map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        let snap =
+            blocking(move || sm.build_blocking()).await.map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
         let out = Snapshot { meta: snap.meta.clone(), snapshot: Box::new(Cursor::new(snap.data.clone())) };
         *self.sm.sh.snapshot.lock().unwrap() = Some(snap);
         Ok(out)

@@ -30,7 +30,10 @@ fn port() -> u16 {
 #[test]
 fn bad_input_is_a_clear_error() {
     fails_with(exe().args(["put", "--nodes", "nonsense", "k", "v"]).output().unwrap(), "bad node address \"nonsense\"");
-    fails_with(exe().args(["serve", "--id", "1", "--addr", "localhost", "--data", "/tmp/x"]).output().unwrap(), "bad --addr");
+    fails_with(
+        exe().args(["serve", "--id", "1", "--addr", "localhost", "--data", "/tmp/x"]).output().unwrap(),
+        "bad --addr",
+    );
     let dead = format!("127.0.0.1:{}", port());
     fails_with(exe().args(["get", "--wait", "1", "--nodes", &dead, "k"]).output().unwrap(), "cannot reach node");
 }

@@ -23,10 +23,7 @@ fn blank(term: u64, index: u64) -> Entry<TypeConfig> {
 }
 
 fn put(index: u64, k: &str, v: &str) -> Entry<TypeConfig> {
-    Entry {
-        log_id: lid(1, index),
-        payload: EntryPayload::Normal(Request::Put { key: k.into(), value: v.into() }),
-    }
+    Entry { log_id: lid(1, index), payload: EntryPayload::Normal(Request::Put { key: k.into(), value: v.into() }) }
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -159,7 +156,9 @@ fn applied_log_id_and_membership_travel_with_the_data() {
         };
         let multi = Entry {
             log_id: lid(1, 5),
-            payload: EntryPayload::Normal(Request::MultiPut { pairs: vec![("m1".into(), "x".into()), ("m2".into(), "y".into())] }),
+            payload: EntryPayload::Normal(Request::MultiPut {
+                pairs: vec![("m1".into(), "x".into()), ("m2".into(), "y".into())],
+            }),
         };
         let r = sm.apply([m, put(2, "k", "a"), put(3, "k", "b"), cas, multi]).await.unwrap();
         assert_eq!(r.len(), 5);
@@ -191,7 +190,10 @@ fn applied_log_id_and_membership_travel_with_the_data() {
 
 #[test]
 fn installing_a_snapshot_replaces_the_content_atomically() {
-    let (a, b) = (tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap());
+    let (a, b) = (
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+    );
     rt().block_on(async {
         let mut sa = StateMachine::open(a.path()).unwrap();
         let mut sb = StateMachine::open(b.path()).unwrap();
