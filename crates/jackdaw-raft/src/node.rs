@@ -329,6 +329,7 @@ pub struct Client {
     http: reqwest::Client,
     nodes: Vec<String>,
     leader: Arc<std::sync::Mutex<Option<String>>>,
+    rr: Arc<std::sync::atomic::AtomicUsize>,
     timeout: Duration,
 }
 
@@ -340,7 +341,13 @@ impl Client {
             .no_proxy()
             .build()
             .expect("reqwest client");
-        Client { http, nodes, leader: Arc::new(std::sync::Mutex::new(None)), timeout }
+        Client {
+            http,
+            nodes,
+            leader: Arc::new(std::sync::Mutex::new(None)),
+            rr: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            timeout,
+        }
     }
 
     /// One call to one node.
@@ -380,7 +387,9 @@ impl Client {
     ) -> Result<T, String> {
         let start = std::time::Instant::now();
         let mut last_err;
-        let mut i = 0usize;
+        // Each call starts its search at a different node (not always at the first, which may
+        // be the dead one).
+        let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         loop {
             let target =
                 self.leader.lock().unwrap().clone().unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
@@ -396,7 +405,15 @@ impl Client {
                 Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
                 Err(e) => last_err = e,
             }
-            *self.leader.lock().unwrap() = None;
+            {
+                // Forget the leader only if it is still the one that failed: another writer may
+                // have learnt the new one meanwhile (clearing it blindly sent every writer back
+                // to the dead node: 786 refused connections in one demo run).
+                let mut l = self.leader.lock().unwrap();
+                if l.as_deref() == Some(target.as_str()) {
+                    *l = None;
+                }
+            }
             i += 1;
             if start.elapsed() > deadline {
                 return Err(last_err);
