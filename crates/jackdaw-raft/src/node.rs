@@ -1,0 +1,475 @@
+//! A node: the Raft instance on the Jackdaw stores, its HTTP server (Raft RPCs and the client
+//! API), and the client of that API.
+
+use crate::network::Network;
+use crate::store::{open_stores, LogStore, SmShared};
+use crate::{NodeId, Raft, Request, Response, TypeConfig};
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use openraft::error::{ClientWriteError, InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
+    VoteResponse,
+};
+use openraft::{BasicNode, Config, ServerState, SnapshotPolicy};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a node runs.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// Node id (≥ 1).
+    pub id: NodeId,
+    /// Listen address, `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Data directory (`log/` and `sm/` inside).
+    pub data: PathBuf,
+    /// Build a snapshot every this many applied entries (and purge the log behind it).
+    pub snapshot_logs: u64,
+}
+
+/// The reply of every client API call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Reply<T> {
+    /// Done.
+    Ok(T),
+    /// This node is not the leader; the leader when known (id, address).
+    NotLeader(Option<(NodeId, String)>),
+    /// Failed.
+    Error(String),
+}
+
+/// An acknowledged write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WriteAck {
+    /// The entry's log index.
+    pub index: u64,
+    /// Its term (the leader's).
+    pub term: u64,
+    /// The leader that committed it.
+    pub leader: NodeId,
+    /// What the state machine returned.
+    pub response: Response,
+}
+
+/// A node's state, as `status` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub id: NodeId,
+    pub state: String,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    pub last_log_index: Option<u64>,
+    pub applied_index: Option<u64>,
+    pub snapshot_index: Option<u64>,
+    pub purged_index: Option<u64>,
+    pub voters: Vec<NodeId>,
+    pub log_appends: u64,
+    pub log_syncs: u64,
+    pub snapshots_installed: u64,
+}
+
+/// The contents of a node's state machine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Dump {
+    pub applied_index: Option<u64>,
+    pub pairs: Vec<(String, String)>,
+}
+
+type Pending = (Request, tokio::sync::oneshot::Sender<Reply<WriteAck>>);
+
+struct App {
+    id: NodeId,
+    batcher: tokio::sync::mpsc::Sender<Pending>,
+    raft: Raft,
+    sm: Arc<SmShared>,
+    log: LogStore,
+}
+
+type St = State<Arc<App>>;
+
+/// The Raft configuration of this crate's nodes (loopback timings).
+pub fn raft_config(snapshot_logs: u64) -> Config {
+    Config {
+        cluster_name: "jackdaw".into(),
+        heartbeat_interval: 100,
+        election_timeout_min: 400,
+        election_timeout_max: 800,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_logs),
+        max_in_snapshot_log_to_keep: 0,
+        install_snapshot_timeout: 5000,
+        max_payload_entries: 1000,
+        ..Default::default()
+    }
+}
+
+async fn raft_append(
+    State(a): St,
+    Json(req): Json<AppendEntriesRequest<TypeConfig>>,
+) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
+    Json(a.raft.append_entries(req).await)
+}
+
+async fn raft_vote(
+    State(a): St,
+    Json(req): Json<VoteRequest<NodeId>>,
+) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
+    Json(a.raft.vote(req).await)
+}
+
+async fn raft_snapshot(
+    State(a): St,
+    Json(req): Json<InstallSnapshotRequest<TypeConfig>>,
+) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    Json(a.raft.install_snapshot(req).await)
+}
+
+async fn api_write(State(a): St, Json(req): Json<Request>) -> Json<Reply<WriteAck>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if a.batcher.send((req, tx)).await.is_err() {
+        return Json(Reply::Error("the node is shutting down".into()));
+    }
+    Json(rx.await.unwrap_or_else(|_| Reply::Error("the node is shutting down".into())))
+}
+
+/// Group commit for clients: the writes that arrive while one `client_write` is in flight go
+/// together as one `Batch` entry (one log append, one sync, one replication round).
+async fn batcher(raft: Raft, id: NodeId, mut rx: tokio::sync::mpsc::Receiver<Pending>) {
+    // A few batches in flight: the next one is appended on the leader while the previous one
+    // replicates (openraft keeps the log order; the responses say each write's own index).
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    loop {
+        let Ok(permit) = in_flight.clone().acquire_owned().await else { return };
+        let Some(first) = rx.recv().await else { return };
+        let mut group = vec![first];
+        while group.len() < 1024 {
+            match rx.try_recv() {
+                Ok(p) => group.push(p),
+                Err(_) => break,
+            }
+        }
+        let req = if group.len() == 1 {
+            group[0].0.clone()
+        } else {
+            Request::Batch { ops: group.iter().map(|p| p.0.clone()).collect() }
+        };
+        let single = group.len() == 1;
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            match raft.client_write(req).await {
+                Ok(r) => {
+                    let ack = |response| WriteAck {
+                        index: r.log_id.index,
+                        term: r.log_id.leader_id.term,
+                        leader: id,
+                        response,
+                    };
+                    if single {
+                        let (_, tx) = group.pop().unwrap();
+                        let _ = tx.send(Reply::Ok(ack(r.data)));
+                    } else {
+                        let mut results = r.data.results.clone().into_iter();
+                        for (_, tx) in group {
+                            let _ = tx.send(Reply::Ok(ack(results.next().unwrap_or_default())));
+                        }
+                    }
+                }
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                    let to = f.leader_id.zip(f.leader_node.map(|n| n.addr));
+                    for (_, tx) in group {
+                        let _ = tx.send(Reply::NotLeader(to.clone()));
+                    }
+                }
+                Err(e) => {
+                    for (_, tx) in group {
+                        let _ = tx.send(Reply::Error(e.to_string()));
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Batches in flight at once per leader (4 measured slower than 1: the batches get smaller).
+const IN_FLIGHT: usize = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ReadReq {
+    key: String,
+}
+
+/// A linearizable read: the leader confirms its leadership with a quorum (read index) and waits
+/// until its state machine has applied up to that index, then reads.
+async fn api_read(State(a): St, Json(req): Json<ReadReq>) -> Json<Reply<Option<String>>> {
+    match a.raft.ensure_linearizable().await {
+        Ok(_) => {}
+        Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
+            return Json(Reply::NotLeader(f.leader_id.zip(f.leader_node.map(|n| n.addr))))
+        }
+        Err(e) => return Json(Reply::Error(e.to_string())),
+    }
+    let sm = a.sm.clone();
+    Json(match tokio::task::spawn_blocking(move || sm.get(&req.key)).await {
+        Ok(Ok(v)) => Reply::Ok(v),
+        Ok(Err(e)) => Reply::Error(e),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+async fn api_status(State(a): St) -> Json<Reply<Status>> {
+    let m = a.raft.metrics().borrow().clone();
+    let c = a.log.counters();
+    Json(Reply::Ok(Status {
+        id: a.id,
+        state: format!("{:?}", m.state),
+        leader: m.current_leader,
+        term: m.current_term,
+        last_log_index: m.last_log_index,
+        applied_index: m.last_applied.map(|l| l.index),
+        snapshot_index: m.snapshot.map(|l| l.index),
+        purged_index: m.purged.map(|l| l.index),
+        voters: m.membership_config.membership().voter_ids().collect(),
+        log_appends: c.appends.load(std::sync::atomic::Ordering::Relaxed),
+        log_syncs: c.syncs.load(std::sync::atomic::Ordering::Relaxed),
+        snapshots_installed: a.sm.installed.load(std::sync::atomic::Ordering::Relaxed),
+    }))
+}
+
+/// Local (not linearizable) dump of the state machine, for verification.
+async fn api_dump(State(a): St) -> Json<Reply<Dump>> {
+    let sm = a.sm.clone();
+    Json(match tokio::task::spawn_blocking(move || sm.dump()).await {
+        Ok(Ok((applied_index, pairs))) => Reply::Ok(Dump { applied_index, pairs }),
+        Ok(Err(e)) => Reply::Error(e),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+/// `check()` of both environments.
+async fn api_check(State(a): St) -> Json<Reply<String>> {
+    let (sm, log) = (a.sm.clone(), a.log.clone());
+    let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
+        log.env().check().and_then(|r| r.into_result()).map_err(|e| format!("log: {e}"))?;
+        sm.check().map_err(|e| format!("state machine: {e}"))?;
+        Ok("clean".into())
+    })
+    .await;
+    Json(match r {
+        Ok(Ok(s)) => Reply::Ok(s),
+        Ok(Err(e)) => Reply::Error(e),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+async fn api_init(State(a): St, Json(members): Json<Vec<(NodeId, String)>>) -> Json<Reply<()>> {
+    let nodes: BTreeMap<NodeId, BasicNode> = members.into_iter().map(|(id, addr)| (id, BasicNode { addr })).collect();
+    Json(match a.raft.initialize(nodes).await {
+        Ok(()) => Reply::Ok(()),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+/// Open the stores, start Raft and serve until SIGINT/SIGTERM (then shut down cleanly).
+pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(&cfg.addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", cfg.addr))?;
+    let data = cfg.data.clone();
+    let (log, sm) = tokio::task::spawn_blocking(move || open_stores(&data))
+        .await?
+        .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.data.display()))?;
+    let config = Arc::new(raft_config(cfg.snapshot_logs).validate()?);
+    let shared = sm.shared();
+    let raft = Raft::new(cfg.id, config, Network::new(), log.clone(), sm.clone()).await?;
+    let (btx, brx) = tokio::sync::mpsc::channel(4096);
+    tokio::spawn(batcher(raft.clone(), cfg.id, brx));
+    let app = Arc::new(App { id: cfg.id, batcher: btx, raft: raft.clone(), sm: shared, log: log.clone() });
+    let router = Router::new()
+        .route("/raft/append", post(raft_append))
+        .route("/raft/vote", post(raft_vote))
+        .route("/raft/snapshot", post(raft_snapshot))
+        .route("/api/write", post(api_write))
+        .route("/api/read", post(api_read))
+        .route("/api/status", get(api_status))
+        .route("/api/dump", get(api_dump))
+        .route("/api/check", post(api_check))
+        .route("/api/init", post(api_init))
+        .layer(axum::extract::DefaultBodyLimit::max(256 << 20))
+        .with_state(app);
+    eprintln!("node {} serving on {} (data {})", cfg.id, cfg.addr, cfg.data.display());
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        })
+        .await?;
+    let _ = raft.shutdown().await;
+    tokio::task::spawn_blocking(move || {
+        let _ = log.close();
+        let _ = sm.close();
+    })
+    .await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Client
+
+/// A client of the node API that follows the leader.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    nodes: Vec<String>,
+    leader: Arc<std::sync::Mutex<Option<String>>>,
+    rr: Arc<std::sync::atomic::AtomicUsize>,
+    timeout: Duration,
+}
+
+impl Client {
+    /// A client of the nodes at these addresses (`host:port`), each call bounded by `timeout`.
+    pub fn new(nodes: Vec<String>, timeout: Duration) -> Client {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .no_proxy()
+            .build()
+            .expect("reqwest client");
+        Client {
+            http,
+            nodes,
+            leader: Arc::new(std::sync::Mutex::new(None)),
+            rr: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            timeout,
+        }
+    }
+
+    /// One call to one node.
+    pub async fn call<Req: Serialize, T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+        body: Option<&Req>,
+    ) -> Result<Reply<T>, String> {
+        let url = format!("http://{addr}{path}");
+        let rb = match body {
+            Some(b) => self.http.post(&url).json(b),
+            None => self.http.get(&url),
+        };
+        let resp = rb.timeout(self.timeout).send().await.map_err(|e| {
+            if e.is_connect() {
+                format!("cannot reach node at {addr}: connection refused or unreachable")
+            } else if e.is_timeout() {
+                format!("node at {addr} did not answer within {:?}", self.timeout)
+            } else {
+                format!("request to {addr} failed: {e}")
+            }
+        })?;
+        if !resp.status().is_success() {
+            return Err(format!("node at {addr} answered {}", resp.status()));
+        }
+        resp.json().await.map_err(|e| format!("bad answer from {addr}: {e}"))
+    }
+
+    /// Send to the leader (found by asking, following `NotLeader`), trying every node, until
+    /// `deadline` passes.
+    pub async fn leader_call<Req: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+        deadline: Duration,
+    ) -> Result<T, String> {
+        let start = std::time::Instant::now();
+        let mut last_err;
+        // Each call starts its search at a different node (not always at the first, which may
+        // be the dead one).
+        let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        loop {
+            let target =
+                self.leader.lock().unwrap().clone().unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
+            match self.call::<Req, T>(&target, path, Some(body)).await {
+                Ok(Reply::Ok(v)) => return Ok(v),
+                Ok(Reply::NotLeader(Some((_, addr)))) if !addr.is_empty() && addr != target => {
+                    *self.leader.lock().unwrap() = Some(addr);
+                    continue;
+                }
+                Ok(Reply::NotLeader(_)) => {
+                    last_err = format!("{target}: not the leader, no leader known");
+                }
+                Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
+                Err(e) => last_err = e,
+            }
+            {
+                // Forget the leader only if it is still the one that failed: another writer may
+                // have learnt the new one meanwhile (clearing it blindly sent every writer back
+                // to the dead node: 786 refused connections in one demo run).
+                let mut l = self.leader.lock().unwrap();
+                if l.as_deref() == Some(target.as_str()) {
+                    *l = None;
+                }
+            }
+            i += 1;
+            if start.elapsed() > deadline {
+                return Err(last_err);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Write one command through the leader.
+    pub async fn write(&self, req: &Request, deadline: Duration) -> Result<WriteAck, String> {
+        self.leader_call("/api/write", req, deadline).await
+    }
+
+    /// Linearizable read through the leader.
+    pub async fn read(&self, key: &str, deadline: Duration) -> Result<Option<String>, String> {
+        self.leader_call("/api/read", &ReadReq { key: key.to_string() }, deadline).await
+    }
+
+    /// A node's status.
+    pub async fn status(&self, addr: &str) -> Result<Status, String> {
+        match self.call::<(), Status>(addr, "/api/status", None).await? {
+            Reply::Ok(s) => Ok(s),
+            Reply::NotLeader(_) => Err("unexpected answer".into()),
+            Reply::Error(e) => Err(e),
+        }
+    }
+
+    /// A node's state machine contents.
+    pub async fn dump(&self, addr: &str) -> Result<Dump, String> {
+        match self.call::<(), Dump>(addr, "/api/dump", None).await? {
+            Reply::Ok(s) => Ok(s),
+            Reply::NotLeader(_) => Err("unexpected answer".into()),
+            Reply::Error(e) => Err(e),
+        }
+    }
+
+    /// Run `check()` on a node's environments.
+    pub async fn check(&self, addr: &str) -> Result<(), String> {
+        match self.call::<(), String>(addr, "/api/check", Some(&())).await? {
+            Reply::Ok(_) => Ok(()),
+            Reply::NotLeader(_) => Err("unexpected answer".into()),
+            Reply::Error(e) => Err(e),
+        }
+    }
+
+    /// Initialize a cluster of these members through node `addr`.
+    pub async fn init(&self, addr: &str, members: &[(NodeId, String)]) -> Result<(), String> {
+        match self.call::<_, ()>(addr, "/api/init", Some(&members.to_vec())).await? {
+            Reply::Ok(()) => Ok(()),
+            Reply::NotLeader(_) => Err("unexpected answer".into()),
+            Reply::Error(e) => Err(e),
+        }
+    }
+}
+
+/// Whether a status is a leader's.
+pub fn is_leader(s: &Status) -> bool {
+    s.state == format!("{:?}", ServerState::Leader)
+}
