@@ -280,15 +280,12 @@ impl<S: Source> Iter<S> {
             self.back.seek_back(p, &self.desc, as_ref(&self.hi))?;
         }
         let c = if forward { &self.front } else { &self.back };
-        if !c.is_valid() {
-            self.done = true;
-        } else if self.started[!forward as usize]
-            && (!self.front.is_valid()
-                || !self.back.is_valid()
-                || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)?)
-        {
-            self.done = true;
-        }
+        // Nothing at this end, or the two ends crossed (both positioned).
+        self.done = !c.is_valid()
+            || (self.started[!forward as usize]
+                && (!self.front.is_valid()
+                    || !self.back.is_valid()
+                    || key_of(&self.src, &self.front)? > key_of(&self.src, &self.back)?));
         Ok(())
     }
 
