@@ -348,7 +348,9 @@ pub fn run(cfg: &Config) -> Result<Report> {
     if cfg.print {
         if !cfg.verbose {
             print!("{}", report::summary(&rep));
-            println!("\n(--verbose: every workload's table: device bytes, sizes, latency, Jackdaw's journal figures)\n");
+            println!(
+                "\n(--verbose: every workload's table: device bytes, sizes, latency, Jackdaw's journal figures)\n"
+            );
         }
         if f.is_empty() {
             println!("all engines ran every selected workload (seed {}, {:.0} s)", rep.seed, rep.total_secs);

@@ -293,9 +293,11 @@ pub fn summary(rep: &Report) -> String {
             of("jackdaw").map_or_else(|| "-".into(), |r| si(r.ops_per_sec)),
             if best > 0.0 { si(best) } else { "-".into() },
         ];
-        row.extend(engines.iter().map(|e| {
-            of(e).and_then(|r| r.ratio_to_best_peer).map_or_else(|| "-".into(), |x| format!("{x:.2}×"))
-        }));
+        row.extend(
+            engines
+                .iter()
+                .map(|e| of(e).and_then(|r| r.ratio_to_best_peer).map_or_else(|| "-".into(), |x| format!("{x:.2}×"))),
+        );
         rows.push(row);
     }
     let widths: Vec<usize> = (0..head.len())

@@ -56,7 +56,14 @@ fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
                 .find(|r| r.workload == s.name && r.engine == e.name())
                 .unwrap_or_else(|| panic!("no row for {} on {}", s.name, e.name()));
             assert_eq!(r.ops, 1000, "{} on {}", s.name, e.name());
-            assert_eq!(r.not_found(), 0, "{} on {}: every operation found its record: {:?}", s.name, e.name(), r.latency);
+            assert_eq!(
+                r.not_found(),
+                0,
+                "{} on {}: every operation found its record: {:?}",
+                s.name,
+                e.name(),
+                r.latency
+            );
             let n = r.ops as f64;
             let sum: f64 = s.proportions.iter().sum();
             for k in OpKind::ALL {

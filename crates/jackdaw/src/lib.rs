@@ -138,11 +138,11 @@ pub use tree::overflow::MAX_VALUE_SIZE;
 /// setters, and `Env` `check_with` (a check of a database written through raw pages).
 #[cfg(feature = "internals")]
 pub mod internals {
+    pub use crate::api::tree_layout;
     pub use crate::data::file::META_PAGE;
     pub use crate::data::page::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
     pub use crate::options::{Clock, ManualClock, SystemClock};
     pub use crate::storage::*;
-    pub use crate::api::tree_layout;
     pub use crate::tree::layout::{NestedTree, OverflowChain, PageInfo, TreeLayout};
     pub use crate::txn::PageRef;
 }

@@ -97,10 +97,8 @@ fn reexports(lib: &str) -> std::collections::HashMap<String, String> {
     while let Some(i) = rest.find("\npub use ") {
         rest = &rest[i + "\npub use ".len()..];
         let stmt = &rest[..rest.find(';').unwrap_or(rest.len())];
-        let mut idents = stmt
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|t| !t.is_empty())
-            .map(str::to_string);
+        let mut idents =
+            stmt.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()).map(str::to_string);
         let Some(module) = idents.next() else { continue };
         for name in idents {
             map.entry(name).or_insert_with(|| module.clone());
@@ -176,7 +174,10 @@ fn no_module_names_a_layer_above_its_own() {
 #[test]
 fn the_path_reader_sees_braces_and_inline_paths() {
     assert_eq!(named_modules("use crate::txn::alloc::Geometry;"), ["txn"]);
-    assert_eq!(named_modules("use crate::{Error, tree::{node::Written, multi}, data::file};"), ["Error", "tree", "data"]);
+    assert_eq!(
+        named_modules("use crate::{Error, tree::{node::Written, multi}, data::file};"),
+        ["Error", "tree", "data"]
+    );
     assert_eq!(named_modules("let x = crate::storage::sys::prefetch(p, 0) + crate::api::f();"), ["storage", "api"]);
     assert_eq!(named_modules("use jackdaw_crate::x;"), Vec::<String>::new());
 }

@@ -41,7 +41,11 @@ fn close_gives_the_growth_slack_back() {
     let s = env.stats();
     let high = s.next_page * s.page_size as u64;
     assert_eq!(s.slack_bytes, s.data_file_bytes - high);
-    assert!(s.slack_bytes > 0, "the test needs slack to give back: file {} bytes, high-water {high}", s.data_file_bytes);
+    assert!(
+        s.slack_bytes > 0,
+        "the test needs slack to give back: file {} bytes, high-water {high}",
+        s.data_file_bytes
+    );
     env.close().unwrap();
     assert_eq!(data_len(&dir), high, "a closed database's data file ends at its high-water mark");
     let env = Env::open(&dir, test_opts()).unwrap();
@@ -58,7 +62,10 @@ fn close_gives_the_growth_slack_back() {
     env.close().unwrap();
     let env = Env::open(&dir, test_opts()).unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
-    assert_eq!(env.read().unwrap().tree_stats(&env.read().unwrap().open_tree("t").unwrap().unwrap()).unwrap().entries, 80_000);
+    assert_eq!(
+        env.read().unwrap().tree_stats(&env.read().unwrap().open_tree("t").unwrap().unwrap()).unwrap().entries,
+        80_000
+    );
 }
 
 /// A snapshot alive at `close` maps the file at its old length: the file is not cut under it,

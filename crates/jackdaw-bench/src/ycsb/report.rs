@@ -118,7 +118,8 @@ pub fn summary(rep: &YcsbReport) -> String {
             ("space", &(|r: &RunRow| format!("{:.2}", r.disk_per_live)) as &dyn Fn(&RunRow) -> String),
             ("size", &|r: &RunRow| bytes(r.db_bytes as f64)),
         ] {
-            let mut row = vec![label.to_string(), format!("{} {}", w.to_uppercase(), pass(m, *t)), String::new(), String::new()];
+            let mut row =
+                vec![label.to_string(), format!("{} {}", w.to_uppercase(), pass(m, *t)), String::new(), String::new()];
             row.extend(rep.engines.iter().map(|e| find(rep, &w, e, m, *t).map_or_else(|| "failed".into(), f)));
             rows.push(row);
         }
@@ -141,7 +142,18 @@ pub fn detail(rep: &YcsbReport) -> String {
         for w in &rep.workloads {
             let _ = writeln!(s, "### {} · {m} · {t} thread{}\n", w.to_uppercase(), if t == 1 { "" } else { "s" });
             let head: Vec<String> = [
-                "engine", "ops/s", "vs best", "op", "count", "p50 µs", "p95", "p99", "p99.9", "max", "db size", "disk÷live",
+                "engine",
+                "ops/s",
+                "vs best",
+                "op",
+                "count",
+                "p50 µs",
+                "p95",
+                "p99",
+                "p99.9",
+                "max",
+                "db size",
+                "disk÷live",
                 "dev B/write op",
             ]
             .iter()
@@ -158,7 +170,11 @@ pub fn detail(rep: &YcsbReport) -> String {
                         c(si(r.ops_per_sec)),
                         c(ratio(r.ratio_to_best_peer)),
                         o.op.clone(),
-                        if o.not_found > 0 { format!("{} ({} not found)", o.count, o.not_found) } else { o.count.to_string() },
+                        if o.not_found > 0 {
+                            format!("{} ({} not found)", o.count, o.not_found)
+                        } else {
+                            o.count.to_string()
+                        },
                         us(o.p50_us),
                         us(o.p95_us),
                         us(o.p99_us),
@@ -175,10 +191,22 @@ pub fn detail(rep: &YcsbReport) -> String {
         }
     }
     let _ = writeln!(s, "### Load\n");
-    let head: Vec<String> = ["engine", "records", "rec/s", "vs best", "s", "db size", "live", "disk÷live", "dev B/insert", "verified", "files"]
-        .iter()
-        .map(|x| x.to_string())
-        .collect();
+    let head: Vec<String> = [
+        "engine",
+        "records",
+        "rec/s",
+        "vs best",
+        "s",
+        "db size",
+        "live",
+        "disk÷live",
+        "dev B/insert",
+        "verified",
+        "files",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
     let rows: Vec<Vec<String>> = rep
         .loads
         .iter()
@@ -277,7 +305,8 @@ fn svg_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 fn throughput_chart(rep: &YcsbReport, w: &str, m: &str, path: &Path) -> Result<()> {
     use plotters::prelude::*;
     let max_t = rep.threads.iter().copied().max().unwrap_or(1) as f64;
-    let max_y = rep.runs.iter().filter(|r| r.workload == w && r.mode == m).map(|r| r.ops_per_sec).fold(1.0, f64::max) * 1.15;
+    let max_y =
+        rep.runs.iter().filter(|r| r.workload == w && r.mode == m).map(|r| r.ops_per_sec).fold(1.0, f64::max) * 1.15;
     let root = SVGBackend::new(path, (640, 400)).into_drawing_area();
     root.fill(&WHITE).map_err(svg_err)?;
     let mut ch = ChartBuilder::on(&root)
@@ -287,13 +316,16 @@ fn throughput_chart(rep: &YcsbReport, w: &str, m: &str, path: &Path) -> Result<(
         .y_label_area_size(70)
         .build_cartesian_2d(0.5f64..max_t + 0.5, 0f64..max_y)
         .map_err(svg_err)?;
-    ch.configure_mesh().light_line_style(WHITE).x_desc("threads").y_desc("ops/s").y_label_formatter(&|y| si(*y)).draw().map_err(svg_err)?;
+    ch.configure_mesh()
+        .light_line_style(WHITE)
+        .x_desc("threads")
+        .y_desc("ops/s")
+        .y_label_formatter(&|y| si(*y))
+        .draw()
+        .map_err(svg_err)?;
     for (i, e) in rep.engines.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = rep
-            .threads
-            .iter()
-            .filter_map(|t| find(rep, w, e, m, *t).map(|r| (*t as f64, r.ops_per_sec)))
-            .collect();
+        let pts: Vec<(f64, f64)> =
+            rep.threads.iter().filter_map(|t| find(rep, w, e, m, *t).map(|r| (*t as f64, r.ops_per_sec))).collect();
         let c = if e.starts_with("jackdaw") { PALETTE[0] } else { PALETTE[1 + i % 5] };
         ch.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
             .map_err(svg_err)?
@@ -316,8 +348,13 @@ fn latency_chart(rep: &YcsbReport, w: &str, m: &str, t: usize, path: &Path) -> R
             .map(|o| vec![(0.0, o.p50_us), (1.0, o.p95_us), (2.0, o.p99_us), (3.0, o.p999_us), (4.0, o.max_us)])
             .unwrap_or_default()
     };
-    let all: Vec<f64> =
-        rep.runs.iter().filter(|r| r.workload == w && r.mode == m && r.threads == t).flat_map(&pts_of).map(|p| p.1).collect();
+    let all: Vec<f64> = rep
+        .runs
+        .iter()
+        .filter(|r| r.workload == w && r.mode == m && r.threads == t)
+        .flat_map(&pts_of)
+        .map(|p| p.1)
+        .collect();
     let lo = all.iter().copied().fold(f64::MAX, f64::min).max(0.01) / 1.5;
     let hi = all.iter().copied().fold(0.0, f64::max).max(lo * 10.0) * 1.5;
     let root = SVGBackend::new(path, (640, 400)).into_drawing_area();

@@ -328,14 +328,18 @@ fn run_phase(
                             return Ok(None);
                         }
                         let rec = decode_record(buf).with_context(|| format!("record of {key}"))?;
-                        ensure!(rec.len() == field_count, "record of {key} has {} fields, not {field_count}", rec.len());
+                        ensure!(
+                            rec.len() == field_count,
+                            "record of {key} has {} fields, not {field_count}",
+                            rec.len()
+                        );
                         Ok(Some(rec))
                     };
                     let update = |key: &str,
-                                      field: Option<usize>,
-                                      r: &mut Rng,
-                                      buf: &mut Vec<u8>,
-                                      enc: &mut Vec<u8>|
+                                  field: Option<usize>,
+                                  r: &mut Rng,
+                                  buf: &mut Vec<u8>,
+                                  enc: &mut Vec<u8>|
                      -> Result<bool> {
                         let new = match field {
                             Some(i) => {
@@ -581,8 +585,7 @@ fn check_shared(specs: &[Spec]) -> Result<()> {
 /// Fill in the ratio columns: each row over the best peer of its (workload, mode, threads).
 pub fn set_ratios(rep: &mut YcsbReport) {
     let is_peer = |e: &str| Kind::from_name(e).is_some_and(|k| !k.is_jackdaw());
-    let best_load =
-        rep.loads.iter().filter(|l| is_peer(&l.engine)).map(|l| l.ops_per_sec).fold(0.0f64, f64::max);
+    let best_load = rep.loads.iter().filter(|l| is_peer(&l.engine)).map(|l| l.ops_per_sec).fold(0.0f64, f64::max);
     for l in &mut rep.loads {
         l.ratio_to_best_peer = (best_load > 0.0).then(|| l.ops_per_sec / best_load);
     }
@@ -590,12 +593,8 @@ pub fn set_ratios(rep: &mut YcsbReport) {
         rep.runs.iter().map(|r| (r.workload.clone(), r.mode.clone(), r.threads)).collect();
     for (w, m, t) in keys {
         let same = |r: &RunRow| r.workload == w && r.mode == m && r.threads == t;
-        let best = rep
-            .runs
-            .iter()
-            .filter(|r| same(r) && is_peer(&r.engine))
-            .map(|r| r.ops_per_sec)
-            .fold(0.0f64, f64::max);
+        let best =
+            rep.runs.iter().filter(|r| same(r) && is_peer(&r.engine)).map(|r| r.ops_per_sec).fold(0.0f64, f64::max);
         for r in rep.runs.iter_mut().filter(|r| same(r)) {
             r.ratio_to_best_peer = (best > 0.0).then(|| r.ops_per_sec / best);
         }

@@ -433,12 +433,26 @@ impl LenGen {
 /// One operation of the run phase, as generated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    Read { key: String },
+    Read {
+        key: String,
+    },
     /// `field`: the field an update writes (`writeallfields=false`), or None for all.
-    Update { key: String, field: Option<usize> },
-    Insert { key: String, keynum: i64 },
-    Scan { key: String, len: usize },
-    ReadModifyWrite { key: String, field: Option<usize> },
+    Update {
+        key: String,
+        field: Option<usize>,
+    },
+    Insert {
+        key: String,
+        keynum: i64,
+    },
+    Scan {
+        key: String,
+        len: usize,
+    },
+    ReadModifyWrite {
+        key: String,
+        field: Option<usize>,
+    },
 }
 
 impl Op {

@@ -154,7 +154,8 @@ impl WriteTxn {
             return Ok(st.desc);
         }
         let mut touched = self.touched.get();
-        let r = catalog::resolve_named(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
+        let r =
+            catalog::resolve_named(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
         self.touched.set(touched);
         let (name, desc) = r?;
         let name = name.into_owned();

@@ -13,11 +13,11 @@
 
 use super::record::{self, RecordHeader, BLOCK};
 use super::{parse_name, JournalPos};
+use crate::data::file::Geometry;
 use crate::data::page::PAGE_HEADER;
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
 use crate::storage::{OpenMode, Storage, StorageFile, SyncSite};
-use crate::data::file::Geometry;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -152,4 +152,3 @@ fn walk<P: PageRead + ?Sized>(
     }
     Ok(())
 }
-

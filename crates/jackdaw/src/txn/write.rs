@@ -19,11 +19,11 @@
 //!    access (`page_mut`) or a failed change sets it to `None`.
 
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
-use super::Written;
 use super::core::{Committed, Core, TxRecord};
 use super::flusher;
 use super::page_table::{PageBuf, PgnoMap};
 use super::read::{PageRef, View};
+use super::Written;
 use crate::data::file::FIRST_FREE_PAGE;
 use crate::data::page::{self, PageKind};
 use crate::error::IoContext;
