@@ -81,17 +81,7 @@ fn rewrite_child() {
     // the recovery child replays all of it.
     let env = Env::open(&dir, Options::default().durability(Durability::Sync).flusher(FlusherMode::Manual)).unwrap();
     let t = env.read().unwrap().open_tree("t").unwrap().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let peak = Arc::new(AtomicU64::new(0));
-    let sampler = {
-        let (stop, peak) = (stop.clone(), peak.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Relaxed) {
-                peak.fetch_max(status("RssAnon:"), Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
+    let sampler = AnonSampler::start();
     let mut tx = env.write().unwrap();
     let mut last = Vec::new();
     for i in 0..n {
@@ -102,16 +92,14 @@ fn rewrite_child() {
         }
     }
     let stats = tx.commit().unwrap();
-    stop.store(true, Relaxed);
-    sampler.join().unwrap();
+    let anon_peak = sampler.stop();
     let dirty = stats.pages as u64 * env.stats().page_size as u64;
     // The commit is what it says: the last value reads back.
     let r = env.read().unwrap();
     assert_eq!(r.get(&t, (n - 1).to_be_bytes()).unwrap().unwrap().as_ref(), last.as_slice());
     drop(r);
     println!(
-        "{MARK}dirty={dirty} anon_peak={} hwm={} file={} raw={} written={} last={}",
-        peak.load(Relaxed),
+        "{MARK}dirty={dirty} anon_peak={anon_peak} hwm={} file={} raw={} written={} last={}",
         status("VmHWM:"),
         status("RssFile:"),
         stats.journal_bytes_raw,
@@ -120,6 +108,33 @@ fn rewrite_child() {
     );
     // A crash with the record durable and unflushed: `recover_child` replays it.
     std::process::abort();
+}
+
+/// Samples `RssAnon` every 2 ms on a thread of its own until `stop`, which returns the peak.
+struct AnonSampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl AnonSampler {
+    fn start() -> AnonSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(0));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Relaxed) {
+                p.fetch_max(status("RssAnon:"), Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        AnonSampler { stop, peak, thread }
+    }
+    fn stop(self) -> u64 {
+        self.stop.store(true, Relaxed);
+        self.thread.join().unwrap();
+        self.peak.load(Relaxed)
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -132,25 +147,14 @@ fn hex(b: &[u8]) -> String {
 #[ignore = "child process of huge_rewrite_stays_within_the_memory_bound, started by it"]
 fn recover_child() {
     let Ok(dir) = std::env::var(CHILD_DIR) else { return };
-    let stop = Arc::new(AtomicBool::new(false));
-    let peak = Arc::new(AtomicU64::new(0));
-    let sampler = {
-        let (stop, peak) = (stop.clone(), peak.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Relaxed) {
-                peak.fetch_max(status("RssAnon:"), Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
+    let sampler = AnonSampler::start();
     let env = Env::open(&dir, Options::default()).unwrap();
-    stop.store(true, Relaxed);
-    sampler.join().unwrap();
+    let anon_peak = sampler.stop();
     let r = env.read().unwrap();
     let t = r.open_tree("t").unwrap().unwrap();
     let n = (256 * MIB) / 1000;
     let last = hex(&r.get(&t, (n - 1).to_be_bytes()).unwrap().unwrap());
-    println!("{MARK}anon_peak={} hwm={} last={last}", peak.load(Relaxed), status("VmHWM:"));
+    println!("{MARK}anon_peak={anon_peak} hwm={} last={last}", status("VmHWM:"));
     drop(r);
     env.close().unwrap();
 }
