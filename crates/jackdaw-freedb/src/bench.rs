@@ -124,6 +124,15 @@ trait Store {
     fn empty_read(&mut self) -> Result<()>;
 }
 
+/// Add `id` to `ids` unless it is there (a prefix finds an album once per matching key); true
+/// once `ids` holds `limit` albums.
+fn push_distinct(ids: &mut Vec<u64>, id: u64, limit: usize) -> bool {
+    if !ids.contains(&id) {
+        ids.push(id);
+    }
+    ids.len() >= limit
+}
+
 /// Decode an album record (the work every engine's query does per album); its length.
 fn decoded_len(record: &[u8]) -> Result<usize> {
     std::hint::black_box(crate::codec::decode(record)?);
@@ -204,11 +213,8 @@ impl Store for Jackdaw {
             // entry), the value is the 8-byte id.
             for e in t.prefix_str(&r, key)?.into_inner() {
                 let id = <u64 as jackdaw::Value>::decode_value(&e?.1)?;
-                if !ids.contains(&id) {
-                    ids.push(id);
-                    if ids.len() >= limit {
-                        break;
-                    }
+                if push_distinct(ids, id, limit) {
+                    break;
                 }
             }
         }
@@ -290,11 +296,8 @@ impl Store for Sqlite {
             let mut rows = st.query((key.as_bytes(), &hi[..]))?;
             while let Some(row) = rows.next()? {
                 let id = row.get::<_, i64>(0)? as u64;
-                if !ids.contains(&id) {
-                    ids.push(id);
-                    if ids.len() >= limit {
-                        break;
-                    }
+                if push_distinct(ids, id, limit) {
+                    break;
                 }
             }
         }
@@ -375,11 +378,8 @@ impl Store for Lmdb {
         } else {
             for e in db.prefix_iter(&r, key.as_bytes())? {
                 let id = be(e?.1)?;
-                if !ids.contains(&id) {
-                    ids.push(id);
-                    if ids.len() >= limit {
-                        break;
-                    }
+                if push_distinct(ids, id, limit) {
+                    break;
                 }
             }
         }
