@@ -134,6 +134,11 @@ impl Journal {
         durability: Durability,
     ) -> Result<Appended> {
         let r = self.append_inner(slot, next_page, payload, durability);
+        self.failed_if_err(r)
+    }
+
+    /// A failed append leaves the journal unusable: mark it so, pass the result on.
+    fn failed_if_err<T>(&mut self, r: Result<T>) -> Result<T> {
         if r.is_err() {
             self.failed = true;
         }
@@ -250,10 +255,7 @@ impl Journal {
         durability: Durability,
     ) -> Result<Appended> {
         let r = self.append_streamed_inner(slot, first, stats, durability);
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
+        self.failed_if_err(r)
     }
 
     fn append_streamed_inner(
