@@ -521,25 +521,7 @@ impl PageTxn {
             )
         } else {
             let mut payload = PayloadBuilder::default();
-            let mut streamed: Vec<(u64, u64)> = self.streamed.iter().map(|(p, s)| (*p, s.sum)).collect();
-            streamed.sort_unstable();
-            for (p, sum) in streamed {
-                payload.add_written_once(p, sum, core.page_size);
-            }
-            for p in &pgnos {
-                let d = &self.dirty[p];
-                if once.contains(p) {
-                    payload.add_written_once(*p, page::stored_checksum(&d.buf), core.page_size);
-                } else if d.fresh {
-                    payload.add_page(*p, &d.buf, None);
-                } else if let Some(w) = &d.written {
-                    payload.add_page_ranges(*p, &d.buf, w);
-                } else if let Some(old) = &d.held {
-                    payload.add_page(*p, &d.buf, Some(old));
-                } else {
-                    payload.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
-                }
-            }
+            self.encode_entries(&pgnos, &once, &mut payload, &mut |_| Ok(()))?;
             let stats = CommitStats {
                 txid: crate::ids::TxId::new(txid),
                 pages: pgnos.len() + self.streamed.len(),
@@ -600,8 +582,8 @@ impl PageTxn {
 impl PageTxn {
     /// Every journal entry of the commit, in record order (written-once pages streamed earlier,
     /// then the dirty pages in page order), each added to `pb` and followed by a call of `each`.
-    /// The same entries as the in-memory path of `prepare` builds, from the same inputs, so two
-    /// calls give the same bytes.
+    /// The in-memory path of `prepare` calls it once (with `each` doing nothing), the streamed
+    /// path twice, so both build the same entries from the same inputs.
     fn encode_entries(
         &self,
         pgnos: &[u64],
