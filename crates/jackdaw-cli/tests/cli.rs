@@ -42,7 +42,7 @@ fn p(path: &Path) -> &str {
 type Content = BTreeMap<String, (bool, Vec<(Vec<u8>, Vec<u8>)>)>;
 
 fn content(dir: &Path) -> Content {
-    let env = Env::open(dir, Options::default().read_only(true)).unwrap();
+    let env = open_env(dir, Options::default().read_only(true));
     let r = env.read().unwrap();
     let mut out = BTreeMap::new();
     for name in r.list_trees().unwrap() {
@@ -69,7 +69,7 @@ fn content(dir: &Path) -> Content {
 /// Plain and multi trees with the awkward bytes (0x00, 0x0a, 0xff, empty values); `big` adds
 /// what LMDB cannot hold (the largest key, overflow values, a nested tree of long values).
 fn build(dir: &Path, big: bool) {
-    let env = Env::open(dir, Options::default()).unwrap();
+    let env = open_env(dir, Options::default());
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("plain").unwrap();
     let m = tx.create_multi_tree("multi").unwrap();
@@ -268,7 +268,7 @@ fn check_exits_1_naming_the_page_of_a_flipped_byte() {
     build(&a, false);
     ok(&jackdaw(&["check", p(&a)]));
     let leaf = {
-        let env = Env::open(&a, Options::default().read_only(true)).unwrap();
+        let env = open_env(&a, Options::default().read_only(true));
         let r = env.read().unwrap();
         let t = r.open_tree("plain").unwrap().unwrap();
         let l = jackdaw::internals::tree_layout(&r, &t).unwrap();
@@ -306,7 +306,7 @@ fn a_locked_database_exits_2_naming_path_and_holder() {
     let d = tempfile::tempdir().unwrap();
     let a = d.path().join("a");
     build(&a, false);
-    let env = Env::open(&a, Options::default()).unwrap();
+    let env = open_env(&a, Options::default());
     let me = format!("process {}", std::process::id());
     for args in [
         vec!["check", p(&a)],
@@ -328,7 +328,7 @@ fn a_locked_database_exits_2_naming_path_and_holder() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("not a Jackdaw database"), "{}", err(&o));
     // Several read-only commands at once are fine: a reader does not lock out a reader.
-    let ro = Env::open(&a, Options::default().read_only(true)).unwrap();
+    let ro = open_env(&a, Options::default().read_only(true));
     ok(&jackdaw(&["check", p(&a)]));
     drop(ro);
 }
@@ -408,7 +408,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn looking_at_a_crashed_database_changes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let (live, img) = (d.path().join("live"), d.path().join("crashed"));
-    let env = Env::open(&live, Options::default().flusher(jackdaw::FlusherMode::Manual)).unwrap();
+    let env = open_env(&live, Options::default().flusher(jackdaw::FlusherMode::Manual));
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.put(&t, "flushed", "1").unwrap();
@@ -445,4 +445,21 @@ fn looking_at_a_crashed_database_changes_nothing() {
     ok(&jackdaw(&["backup", p(&img), p(&d.path().join("bk"))]));
     assert!(files(&img) == before, "looking changed the crashed database's files");
     assert_eq!(content(&d.path().join("bk"))["t"].1.len(), 6);
+}
+
+/// `Env::open`, waiting out this process's own lock: a child spawned by a test on another thread
+/// holds copies of this process's descriptors (and with them a just-closed database's lock)
+/// between its fork and its exec.
+fn open_env(dir: impl AsRef<std::path::Path>, o: Options) -> Env {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Env::open(dir.as_ref(), o.clone()) {
+            Err(jackdaw::Error::Locked { pid: Some(pid), .. })
+                if pid == std::process::id() && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            r => break r.unwrap(),
+        }
+    }
 }
