@@ -10,7 +10,6 @@
 
 use anyhow::Result;
 use serde::Serialize;
-use std::path::Path;
 use std::time::Duration;
 
 /// Durability mode of WORKLOADS.md.
@@ -35,80 +34,6 @@ impl Mode {
     }
     pub fn index(self) -> usize {
         self as usize
-    }
-}
-
-/// Which engine, and with which variant of its options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    Jackdaw,
-    /// Jackdaw with `FreeSpacePolicy::AppendOnly`: the control group of `free-space-control`.
-    JackdawAppend,
-    Lmdb,
-    Redb,
-    Sqlite,
-    Rocksdb,
-}
-
-impl Kind {
-    /// Every engine the harness knows, in report order.
-    pub const ALL: [Kind; 6] =
-        [Kind::Jackdaw, Kind::JackdawAppend, Kind::Lmdb, Kind::Redb, Kind::Sqlite, Kind::Rocksdb];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Jackdaw => "jackdaw",
-            Kind::JackdawAppend => "jackdaw-append",
-            Kind::Lmdb => "lmdb",
-            Kind::Redb => "redb",
-            Kind::Sqlite => "sqlite",
-            Kind::Rocksdb => "rocksdb",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// Jackdaw itself (either policy) rather than a peer: the ratio column compares to peers only.
-    pub fn is_jackdaw(self) -> bool {
-        matches!(self, Kind::Jackdaw | Kind::JackdawAppend)
-    }
-
-    /// How this engine maps the durability modes none / buff / sync.
-    pub fn mode_mapping(self, mode: Mode) -> &'static str {
-        let m = match self {
-            Kind::Jackdaw | Kind::JackdawAppend => crate::engines::jackdaw::MODES,
-            Kind::Lmdb => crate::engines::lmdb::MODES,
-            Kind::Redb => crate::engines::redb::MODES,
-            Kind::Sqlite => crate::engines::sqlite::MODES,
-            Kind::Rocksdb => crate::engines::ROCKSDB_MODES,
-        };
-        m[mode.index()]
-    }
-
-    /// Open (creating if missing) the database of this engine in directory `dir`.
-    pub fn open(self, dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {
-        std::fs::create_dir_all(dir)?;
-        match self {
-            Kind::Jackdaw => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(dir, mode, false)?)),
-            Kind::JackdawAppend => Ok(Box::new(crate::engines::jackdaw::JackdawEngine::open(dir, mode, true)?)),
-            Kind::Lmdb => Ok(Box::new(crate::engines::lmdb::LmdbEngine::open(dir, mode)?)),
-            Kind::Redb => Ok(Box::new(crate::engines::redb::RedbEngine::open(dir, mode)?)),
-            Kind::Sqlite => Ok(Box::new(crate::engines::sqlite::SqliteEngine::open(dir, mode)?)),
-            Kind::Rocksdb => crate::engines::open_rocksdb(dir, mode),
-        }
-    }
-
-    /// Why this engine cannot run in this build, if it cannot.
-    pub fn unavailable(self) -> Option<&'static str> {
-        match self {
-            Kind::Rocksdb if !cfg!(feature = "rocksdb") => Some(
-                "built without the `rocksdb` cargo feature (needs clang + libclang-dev; \
-                 cargo run --release -p jackdaw-bench --features rocksdb)",
-            ),
-            _ => None,
-        }
     }
 }
 

@@ -26,7 +26,7 @@ pub mod workloads;
 pub mod ycsb;
 
 use anyhow::{bail, Context, Result};
-use engine::Kind;
+use engines::Kind;
 use report::{Failure, Report, Row};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;

@@ -2,7 +2,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use jackdaw_bench::engine::{Kind, Mode};
+use jackdaw_bench::engine::Mode;
+use jackdaw_bench::engines::Kind;
 use jackdaw_bench::workloads::{self, ColdMethod, Sizes, Verify, Workload};
 use jackdaw_bench::ycsb::workload::{Props, Spec, RUN_ORDER};
 use jackdaw_bench::Config;

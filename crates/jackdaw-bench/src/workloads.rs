@@ -1,7 +1,8 @@
 //! The workloads of WORKLOADS.md, exactly as named there, and how each is run on one engine.
 
 use crate::device::{disk_usage, drop_cache, BlockDev, DropMethod};
-use crate::engine::{Engine, JackdawCommit, Kind, Mode, ReadOps};
+use crate::engine::{Engine, JackdawCommit, Mode, ReadOps};
+use crate::engines::Kind;
 use crate::gen::{rnd_key, seq_key, value_sum, Key, Rng, Values};
 use crate::measure::{Measured, Progress, Stopwatch, Window};
 use crate::report::{JackdawPerTx, Latency, Row};

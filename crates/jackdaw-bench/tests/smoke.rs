@@ -4,7 +4,7 @@
 //! instead of reporting a fast number. Every workload runs in two rounds (`--repeat 2`), and each
 //! engine's median round is its row. No timing assertions.
 
-use jackdaw_bench::engine::Kind;
+use jackdaw_bench::engines::Kind;
 use jackdaw_bench::workloads::{ColdMethod, Sizes, Verify, Workload};
 use jackdaw_bench::{run, Config};
 use std::path::PathBuf;

@@ -6,7 +6,8 @@
 //! `--print-keys` prints YCSB's keys, `--trace-ops` is repeatable from its seed, unknown
 //! properties are reported, a bad workload name is an error. No timing assertions.
 
-use jackdaw_bench::engine::{Kind, Mode};
+use jackdaw_bench::engine::Mode;
+use jackdaw_bench::engines::Kind;
 use jackdaw_bench::ycsb::workload::{OpKind, Spec, RUN_ORDER};
 use jackdaw_bench::ycsb::{run, YcsbConfig};
 use std::path::PathBuf;

@@ -36,7 +36,8 @@
 use crate::api::ReadTxn;
 use crate::data::header::{Header, HEADER_LEN, SLOT_WRITE};
 use crate::data::page;
-use crate::env::{Env, DATA_FILE};
+use crate::data::DATA_FILE;
+use crate::env::Env;
 use crate::error::IoContext;
 use crate::ids::TxId;
 use crate::options::{Durability, Options};

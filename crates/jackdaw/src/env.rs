@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-pub(crate) const DATA_FILE: &str = "data.jdb";
+use crate::data::DATA_FILE;
 const LOCK_FILE: &str = "lock";
 
 /// An open database. Cheap to clone (an `Arc` inside); `Send + Sync`.
@@ -318,9 +318,7 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
     // retires it (DURABILITY §3).
     if core.flushed_txid.load(Ordering::Acquire) >= last {
         let doomed = core.space.lock().release_all(last);
-        for p in doomed {
-            core.opts.storage.remove(&p).ctx("remove journal file at close").inspect_err(|e| core.poison(e))?;
-        }
+        doomed.remove().inspect_err(|e| core.poison(e))?;
         // The growth slack goes back to the file system when nothing maps the old length: no
         // snapshot alive (checked under the readers mutex; none can begin, the environment is
         // closed) and no write transaction on this thread.

@@ -17,7 +17,7 @@
 
 use crate::data::page::{self, PageKind};
 use crate::data::DataFile;
-use crate::env::DATA_FILE;
+use crate::data::DATA_FILE;
 use crate::error::IoContext;
 use crate::journal::{self, recovery, Journal, Space};
 use crate::options::Options;

@@ -11,4 +11,5 @@ pub mod report;
 pub mod run;
 pub mod workload;
 
-pub use run::{run, YcsbConfig, YcsbReport};
+pub use report::YcsbReport;
+pub use run::{run, YcsbConfig};

@@ -1,12 +1,142 @@
 //! The `ycsb` output: one summary table (workload × engine: ops/s and the ratio to the best
 //! peer) that fits in 100 columns, the detail tables (`--verbose`, and `report.md`), and the
-//! charts (throughput against threads per workload; latency percentiles).
+//! charts (throughput against threads per workload; latency percentiles); and the rows they
+//! are made from, which `run.rs` fills.
 
-use super::run::{RunRow, YcsbReport};
+use super::workload::OpKind;
 use crate::report::{bytes, si};
 use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// Latency of one operation type, in microseconds (from an HDR histogram of nanoseconds).
+#[derive(Debug, Clone, Serialize)]
+pub struct OpStats {
+    pub op: String,
+    pub count: u64,
+    /// Operations whose record was absent (YCSB's NOT_FOUND); a correct run has none.
+    pub not_found: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl OpStats {
+    pub(crate) fn of(op: &str, h: &Histogram<u64>, not_found: u64) -> OpStats {
+        let q = |x: f64| h.value_at_quantile(x) as f64 / 1000.0;
+        OpStats {
+            op: op.to_string(),
+            count: h.len(),
+            not_found,
+            mean_us: h.mean() / 1000.0,
+            p50_us: q(0.50),
+            p95_us: q(0.95),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: h.max() as f64 / 1000.0,
+        }
+    }
+}
+
+/// One engine's load phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadRow {
+    pub engine: String,
+    pub records: u64,
+    pub secs: f64,
+    pub ops_per_sec: f64,
+    /// Load throughput over the best peer's.
+    pub ratio_to_best_peer: Option<f64>,
+    /// Space the closed database takes on disk after the load.
+    pub db_bytes: u64,
+    /// Key + field bytes of the records loaded (what the application stored).
+    pub live_bytes: u64,
+    /// `db_bytes / live_bytes`.
+    pub disk_per_live: f64,
+    pub device_bytes_per_insert: Option<f64>,
+    /// Records read back by key and found equal to what was loaded.
+    pub verified: u64,
+    /// Space on disk per file of the database directory (data file, journal, WAL, ...).
+    pub files: Vec<(String, u64)>,
+}
+
+/// One workload's run phase on one engine in one pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    pub workload: String,
+    pub engine: String,
+    pub mode: String,
+    pub threads: usize,
+    pub ops: u64,
+    pub secs: f64,
+    pub ops_per_sec: f64,
+    /// ops/s over the best peer's (non-Jackdaw engine) in the same pass.
+    pub ratio_to_best_peer: Option<f64>,
+    /// Per operation type, plus `ALL`.
+    pub latency: Vec<OpStats>,
+    /// Operations that wrote (UPDATE, INSERT, READMODIFYWRITE).
+    pub write_ops: u64,
+    /// Records returned by the scans.
+    pub scanned_records: u64,
+    pub db_bytes: u64,
+    pub live_bytes: u64,
+    pub disk_per_live: f64,
+    pub device_bytes_per_write_op: Option<f64>,
+    /// `maxexecutiontime` ended the run before `operationcount`.
+    pub timed_out: bool,
+    /// Space on disk per file of the closed database directory after this workload.
+    pub files: Vec<(String, u64)>,
+}
+
+impl RunRow {
+    /// How many operations of `kind` ran.
+    pub fn count(&self, kind: OpKind) -> u64 {
+        self.latency.iter().find(|s| s.op == kind.name()).map_or(0, |s| s.count)
+    }
+    /// Operations that found no record.
+    pub fn not_found(&self) -> u64 {
+        self.latency.iter().filter(|s| s.op != "ALL").map(|s| s.not_found).sum()
+    }
+}
+
+/// A failed engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct YcsbFailure {
+    pub engine: String,
+    pub what: String,
+    pub reason: String,
+}
+
+/// Everything a `ycsb` run produced.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct YcsbReport {
+    pub seed: u64,
+    pub scale: String,
+    pub dir: String,
+    pub device: Option<String>,
+    pub record_count: i64,
+    pub operation_count: i64,
+    /// Operations per workload in `sync` passes, when fewer than `operation_count`.
+    pub sync_operation_count: Option<i64>,
+    pub workloads: Vec<String>,
+    pub threads: Vec<usize>,
+    pub modes: Vec<String>,
+    pub engines: Vec<String>,
+    /// How each engine maps the durability modes and serves concurrent clients.
+    pub engine_notes: Vec<(String, String)>,
+    pub page_cache: String,
+    /// Property names no part of the port reads (from the files or `-p`).
+    pub unknown_properties: Vec<String>,
+    pub loads: Vec<LoadRow>,
+    pub runs: Vec<RunRow>,
+    pub failures: Vec<YcsbFailure>,
+    pub total_secs: f64,
+}
 
 fn ratio(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |r| format!("{r:.2}×"))
@@ -93,7 +223,7 @@ pub fn summary(rep: &YcsbReport) -> String {
             rows.push(row);
         }
     }
-    let cell = |e: &str, f: &dyn Fn(&super::run::LoadRow) -> String| {
+    let cell = |e: &str, f: &dyn Fn(&LoadRow) -> String| {
         rep.loads.iter().find(|l| l.engine == e).map_or_else(|| "failed".into(), f)
     };
     let best_load = rep.loads.iter().filter(|l| is_peer(&l.engine)).map(|l| l.ops_per_sec).fold(0.0f64, f64::max);

@@ -10,14 +10,15 @@
 //! `len` records from the start key; READMODIFYWRITE is a READ followed by an UPDATE. Writes go
 //! through [`Engine::put_one`] (Jackdaw: one `WriteBatch` per operation, from every thread).
 
+use super::report::{LoadRow, OpStats, RunRow, YcsbFailure, YcsbReport};
 use super::workload::{decode_record, encode_record, load_record, Core, Op, OpKind, Spec};
 use crate::device::{self, BlockDev};
-use crate::engine::{Engine, Kind, Mode};
+use crate::engine::{Engine, Mode};
+use crate::engines::Kind;
 use crate::gen::Rng;
 use crate::measure::{Progress, Window};
 use anyhow::{bail, ensure, Context, Result};
 use hdrhistogram::Histogram;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -48,133 +49,6 @@ pub struct YcsbConfig {
     /// In `sync` passes, at most this many operations per workload (a durable commit of a
     /// single-writer peer takes 0.5–2.6 ms); None: `operationcount` in every mode.
     pub sync_operation_count: Option<i64>,
-}
-
-/// Latency of one operation type, in microseconds (from an HDR histogram of nanoseconds).
-#[derive(Debug, Clone, Serialize)]
-pub struct OpStats {
-    pub op: String,
-    pub count: u64,
-    /// Operations whose record was absent (YCSB's NOT_FOUND); a correct run has none.
-    pub not_found: u64,
-    pub mean_us: f64,
-    pub p50_us: f64,
-    pub p95_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-}
-
-impl OpStats {
-    fn of(op: &str, h: &Histogram<u64>, not_found: u64) -> OpStats {
-        let q = |x: f64| h.value_at_quantile(x) as f64 / 1000.0;
-        OpStats {
-            op: op.to_string(),
-            count: h.len(),
-            not_found,
-            mean_us: h.mean() / 1000.0,
-            p50_us: q(0.50),
-            p95_us: q(0.95),
-            p99_us: q(0.99),
-            p999_us: q(0.999),
-            max_us: h.max() as f64 / 1000.0,
-        }
-    }
-}
-
-/// One engine's load phase.
-#[derive(Debug, Clone, Serialize)]
-pub struct LoadRow {
-    pub engine: String,
-    pub records: u64,
-    pub secs: f64,
-    pub ops_per_sec: f64,
-    /// Load throughput over the best peer's.
-    pub ratio_to_best_peer: Option<f64>,
-    /// Space the closed database takes on disk after the load.
-    pub db_bytes: u64,
-    /// Key + field bytes of the records loaded (what the application stored).
-    pub live_bytes: u64,
-    /// `db_bytes / live_bytes`.
-    pub disk_per_live: f64,
-    pub device_bytes_per_insert: Option<f64>,
-    /// Records read back by key and found equal to what was loaded.
-    pub verified: u64,
-    /// Space on disk per file of the database directory (data file, journal, WAL, ...).
-    pub files: Vec<(String, u64)>,
-}
-
-/// One workload's run phase on one engine in one pass.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunRow {
-    pub workload: String,
-    pub engine: String,
-    pub mode: String,
-    pub threads: usize,
-    pub ops: u64,
-    pub secs: f64,
-    pub ops_per_sec: f64,
-    /// ops/s over the best peer's (non-Jackdaw engine) in the same pass.
-    pub ratio_to_best_peer: Option<f64>,
-    /// Per operation type, plus `ALL`.
-    pub latency: Vec<OpStats>,
-    /// Operations that wrote (UPDATE, INSERT, READMODIFYWRITE).
-    pub write_ops: u64,
-    /// Records returned by the scans.
-    pub scanned_records: u64,
-    pub db_bytes: u64,
-    pub live_bytes: u64,
-    pub disk_per_live: f64,
-    pub device_bytes_per_write_op: Option<f64>,
-    /// `maxexecutiontime` ended the run before `operationcount`.
-    pub timed_out: bool,
-    /// Space on disk per file of the closed database directory after this workload.
-    pub files: Vec<(String, u64)>,
-}
-
-impl RunRow {
-    /// How many operations of `kind` ran.
-    pub fn count(&self, kind: OpKind) -> u64 {
-        self.latency.iter().find(|s| s.op == kind.name()).map_or(0, |s| s.count)
-    }
-    /// Operations that found no record.
-    pub fn not_found(&self) -> u64 {
-        self.latency.iter().filter(|s| s.op != "ALL").map(|s| s.not_found).sum()
-    }
-}
-
-/// A failed engine.
-#[derive(Debug, Clone, Serialize)]
-pub struct YcsbFailure {
-    pub engine: String,
-    pub what: String,
-    pub reason: String,
-}
-
-/// Everything a `ycsb` run produced.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct YcsbReport {
-    pub seed: u64,
-    pub scale: String,
-    pub dir: String,
-    pub device: Option<String>,
-    pub record_count: i64,
-    pub operation_count: i64,
-    /// Operations per workload in `sync` passes, when fewer than `operation_count`.
-    pub sync_operation_count: Option<i64>,
-    pub workloads: Vec<String>,
-    pub threads: Vec<usize>,
-    pub modes: Vec<String>,
-    pub engines: Vec<String>,
-    /// How each engine maps the durability modes and serves concurrent clients.
-    pub engine_notes: Vec<(String, String)>,
-    pub page_cache: String,
-    /// Property names no part of the port reads (from the files or `-p`).
-    pub unknown_properties: Vec<String>,
-    pub loads: Vec<LoadRow>,
-    pub runs: Vec<RunRow>,
-    pub failures: Vec<YcsbFailure>,
-    pub total_secs: f64,
 }
 
 /// Space on disk of each entry of `dir` (allocated blocks), largest first.

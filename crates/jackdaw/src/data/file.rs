@@ -22,13 +22,8 @@ use crate::{Error, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Page of the free-space bitmap of section 0 (section k >= 1 has its bitmap at page `k * S`,
-/// the first page of the section).
-pub(crate) const FIRST_BITMAP_PAGE: u64 = 2;
-/// The meta page, owned by the layer above.
-pub const META_PAGE: u64 = 3;
-/// First page the allocator may hand out in a new database.
-pub(crate) const FIRST_FREE_PAGE: u64 = 4;
+pub use super::page::META_PAGE;
+pub(crate) use super::page::{FIRST_BITMAP_PAGE, FIRST_FREE_PAGE};
 
 /// Pages covered by one free-space bitmap page (its bits).
 pub(crate) fn section_pages(page_size: usize) -> u64 {

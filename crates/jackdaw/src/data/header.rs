@@ -106,7 +106,7 @@ impl Header {
             journal_gen: le64(b, 48),
             journal_offset: le64(b, 56),
         };
-        if h.next_page < crate::data::file::FIRST_FREE_PAGE {
+        if h.next_page < super::page::FIRST_FREE_PAGE {
             return Err(SlotError::Damaged(format!("next_page {} below the fixed pages", h.next_page)));
         }
         Ok(h)

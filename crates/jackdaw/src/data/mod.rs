@@ -11,3 +11,6 @@ pub(crate) mod page;
 
 pub(crate) use file::{DataFile, MapState};
 pub(crate) use header::Header;
+
+/// The data file's name in the database's folder.
+pub(crate) const DATA_FILE: &str = "data.jdb";

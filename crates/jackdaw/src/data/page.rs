@@ -1,4 +1,4 @@
-//! The page header shared by every page, and page checksums.
+//! The page header shared by every page, page checksums, and the page numbers with a fixed role.
 //!
 //! ```text
 //! offset size field
@@ -53,10 +53,33 @@ impl PageKind {
     }
 }
 
+/// Page of the free-space bitmap of section 0 (section k >= 1 has its bitmap at page `k * S`,
+/// the first page of the section; `file.rs`).
+pub(crate) const FIRST_BITMAP_PAGE: u64 = 2;
+/// The meta page, owned by the layer above.
+pub const META_PAGE: u64 = 3;
+/// First page the allocator may hand out in a new database.
+pub(crate) const FIRST_FREE_PAGE: u64 = 4;
+
 fn le64(b: &[u8], off: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[off..off + 8]);
     u64::from_le_bytes(a)
+}
+
+/// Start loading the cache line that holds `page[at]` into the CPU's cache (a hint: nothing
+/// happens when `at` is past the end). The tree's searches use it to overlap their misses.
+#[inline(always)]
+pub(crate) fn prefetch(page: &[u8], at: usize) {
+    crate::storage::sys::prefetch(page, at);
+}
+
+/// Start loading every cache line of `page` past the first (which the caller is reading).
+#[inline(always)]
+pub(crate) fn prefetch_all(page: &[u8]) {
+    for at in (64..page.len()).step_by(64) {
+        prefetch(page, at);
+    }
 }
 
 /// XXH3-64 of bytes `[8, page_size)` seeded with the page number. Computed with the `xxh3` crate,

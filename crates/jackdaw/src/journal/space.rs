@@ -341,18 +341,22 @@ impl Space {
     /// journal file, the current one included, for the caller to delete; the journal is left
     /// with no file (a later use would start a new one). Nothing if a file still holds a record
     /// past `flushed_txid`.
-    #[must_use = "the returned files must be deleted"]
-    pub(crate) fn release_all(&mut self, flushed_txid: u64) -> Vec<PathBuf> {
+    pub(crate) fn release_all(&mut self, flushed_txid: u64) -> Doomed {
+        let mut doomed = self.doomed("remove journal file at close");
         let cur_done = self.cur.as_ref().is_none_or(|c| c.last_txid <= flushed_txid);
         if !cur_done || self.live.iter().any(|f| f.last_txid > flushed_txid) {
-            return Vec::new();
+            return doomed;
         }
-        let mut doomed: Vec<PathBuf> = self.recyclable.drain(..).map(|(_, p)| p).collect();
-        doomed.extend(self.live.drain(..).map(|f| path(&self.dir, f.generation)));
+        doomed.paths.extend(self.recyclable.drain(..).map(|(_, p)| p));
+        doomed.paths.extend(self.live.drain(..).map(|f| path(&self.dir, f.generation)));
         if let Some(c) = self.cur.take() {
-            doomed.push(path(&self.dir, c.generation));
+            doomed.paths.push(path(&self.dir, c.generation));
         }
         doomed
+    }
+
+    fn doomed(&self, what: &'static str) -> Doomed {
+        Doomed { storage: self.storage.clone(), paths: Vec::new(), what }
     }
 
     /// Retire the full files whose records are all `<= flushed_txid` (the header says so durably).
@@ -361,9 +365,8 @@ impl Space {
     /// 8 ms, and every commit waits for this lock). A crash before they are deleted leaves retired
     /// files, which the next open recognises (their records are all flushed) and recycles or
     /// deletes; so the deletion needs no sync.
-    #[must_use = "the returned files must be deleted"]
-    pub(crate) fn retire(&mut self, flushed_txid: u64) -> Vec<PathBuf> {
-        let mut doomed = Vec::new();
+    pub(crate) fn retire(&mut self, flushed_txid: u64) -> Doomed {
+        let mut doomed = self.doomed("remove retired journal");
         while self.live.front().is_some_and(|f| f.last_txid <= flushed_txid) {
             let Some(f) = self.live.pop_front() else { break };
             let p = path(&self.dir, f.generation);
@@ -372,9 +375,30 @@ impl Space {
             if self.recyclable.len() < self.files_kept && f.len <= self.file_bytes {
                 self.recyclable.push((0, p));
             } else {
-                doomed.push(p);
+                doomed.paths.push(p);
             }
         }
         doomed
+    }
+}
+
+/// Journal files given up by [`Space::retire`] or [`Space::release_all`], deleted by
+/// [`Doomed::remove`] once the caller has let go of the `Space` lock: unlinking a 16 MiB file
+/// took up to 8 ms, and every commit waits for that lock. So take it in a statement of its own:
+/// `let doomed = space.lock().retire(t); doomed.remove()?;`.
+#[must_use = "the files must be deleted with `remove`, after the lock is released"]
+pub(crate) struct Doomed {
+    storage: Arc<dyn Storage>,
+    paths: Vec<PathBuf>,
+    what: &'static str,
+}
+
+impl Doomed {
+    /// Delete the files; the first failure stops and is returned.
+    pub(crate) fn remove(self) -> Result<()> {
+        for p in &self.paths {
+            self.storage.remove(p).ctx(self.what)?;
+        }
+        Ok(())
     }
 }

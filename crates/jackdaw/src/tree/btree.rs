@@ -156,9 +156,7 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
             // A leaf is searched (a chain of dependent misses across the page) or copied whole
             // (a write): start every line loading now, so the misses overlap. Measured on
             // `rndread` (1M random gets, alternating runs): 1,170 -> 1,090 ns per get (median).
-            for at in (64..page.len()).step_by(64) {
-                crate::storage::sys::prefetch(&page, at);
-            }
+            page::prefetch_all(&page);
         }
         check_kind(&page, pgno, level)?;
         if level == 0 {
@@ -260,8 +258,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     *touched += 1;
     // The leaf is changed in place when the entry fits (reporting what it wrote); a split is
     // left for afterwards, on the leaf as the closure left it.
-    let mut outcome = None;
-    w.modify(leaf, &mut |p| {
+    let (found, old_overflow, split_at) = w.modify(leaf, |p| {
         let found = Node::new(p).search(key)?;
         let mut old_overflow = None;
         let mut written = node::Written::new();
@@ -273,8 +270,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
                 }
                 if oflags == flags && oval.len() == val.len() {
                     written = node::set_value_in_place(p, i, val)?;
-                    outcome = Some((found, old_overflow, None));
-                    return Ok(written);
+                    return Ok((written, (found, old_overflow, None)));
                 }
                 written = node::remove(p, i)?;
                 i
@@ -283,14 +279,11 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
         };
         if node::fits(p, size) {
             written.extend(node::insert_leaf(p, idx, key, flags, val)?);
-            outcome = Some((found, old_overflow, None));
+            Ok((written, (found, old_overflow, None)))
         } else {
-            outcome = Some((found, old_overflow, Some(idx)));
+            Ok((written, (found, old_overflow, Some(idx))))
         }
-        Ok(written)
     })?;
-    let (found, old_overflow, split_at) =
-        outcome.ok_or_else(|| Error::Invalid("internal: leaf change did not run".into()))?;
     if found.is_err() {
         desc.entries += 1;
     }
@@ -661,7 +654,7 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
                 let (flags, v, _) = n.value(i)?;
                 if flags == FLAG_OVERFLOW {
                     overflows.push(overflow::decode_ref(v)?);
-                } else if flags == super::multi::FLAG_SUBTREE {
+                } else if flags == node::FLAG_SUBTREE {
                     nested.push(TreeDesc::decode(v)?);
                 }
             }

@@ -12,7 +12,6 @@ pub(crate) mod node;
 pub(crate) mod overflow;
 
 use crate::data::page::{PageKind, PAGE_HEADER};
-use crate::data::DataFile;
 use crate::txn::{PageRef, PageTxn, Snapshot};
 use crate::{Error, Result};
 
@@ -20,10 +19,17 @@ use crate::{Error, Result};
 pub(crate) trait PageRead {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>>;
     fn page_size(&self) -> usize;
-    /// The data file, when pages `[first, first + n)` as this reader sees them are exactly the
-    /// verified bytes in it (so they may be read with positional reads); `None` otherwise.
-    fn file_run(&self, _first: u64, _n: u64) -> Option<&DataFile> {
-        None
+    /// Pages `[first, first + count)` read in one go, when this reader can (`Snapshot::read_run`):
+    /// each page's first `head` bytes to `laid_out`, the rest (`tail` of the last) appended to
+    /// `out`. `false`, `out` unchanged, otherwise: the caller then reads page by page.
+    fn read_run(
+        &self,
+        _pages: (u64, usize),
+        _split: (usize, usize),
+        _out: &mut Vec<u8>,
+        _laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        Ok(false)
     }
 }
 
@@ -31,8 +37,8 @@ pub(crate) trait PageRead {
 pub(crate) trait PageWrite: PageRead {
     fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]>;
     /// Change page `pgno` through `f`, which returns the byte ranges it wrote (a superset of the
-    /// bytes it changed), so that commit diffs only those (`PageTxn::modify`).
-    fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<node::Written>) -> Result<()>;
+    /// bytes it changed), so that commit diffs only those (`PageTxn::modify`), and its own result.
+    fn modify<R>(&mut self, pgno: u64, f: impl FnOnce(&mut [u8]) -> Result<(node::Written, R)>) -> Result<R>;
     fn alloc(&mut self, kind: PageKind) -> Result<u64>;
     fn free(&mut self, pgno: u64) -> Result<()>;
     fn reserve(&mut self) -> Result<u64>;
@@ -47,8 +53,14 @@ impl PageRead for Snapshot {
     fn page_size(&self) -> usize {
         self.core.page_size
     }
-    fn file_run(&self, first: u64, n: u64) -> Option<&DataFile> {
-        self.view.file_run(&self.core, first, n).then_some(&self.core.data)
+    fn read_run(
+        &self,
+        pages: (u64, usize),
+        split: (usize, usize),
+        out: &mut Vec<u8>,
+        laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        Snapshot::read_run(self, pages, split, out, laid_out)
     }
 }
 
@@ -66,7 +78,7 @@ impl PageWrite for PageTxn {
     fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
         PageTxn::page_mut(self, pgno)
     }
-    fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<node::Written>) -> Result<()> {
+    fn modify<R>(&mut self, pgno: u64, f: impl FnOnce(&mut [u8]) -> Result<(node::Written, R)>) -> Result<R> {
         PageTxn::modify(self, pgno, f)
     }
     fn alloc(&mut self, kind: PageKind) -> Result<u64> {

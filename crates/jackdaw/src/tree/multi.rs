@@ -17,8 +17,7 @@ use super::{PageRead, PageWrite, TreeDesc};
 use crate::{Error, Result};
 use std::ops::Bound;
 
-pub(crate) const FLAG_NESTED: u8 = 2;
-pub(crate) const FLAG_SUBTREE: u8 = 3;
+pub(crate) use super::node::{FLAG_NESTED, FLAG_SUBTREE};
 
 /// Largest nested list (bytes) before the values move to a nested tree.
 pub(crate) fn nested_limit(page_size: usize, key_len: usize) -> usize {

@@ -37,8 +37,14 @@ pub(crate) const OFF_GARBAGE: usize = PAGE_HEADER + 8;
 pub(crate) const SLOTS: usize = PAGE_HEADER + 16;
 pub(crate) const LEAF_ENTRY_HEADER: usize = 5;
 pub(crate) const BRANCH_ENTRY_HEADER: usize = 10;
+/// A leaf entry's flags: what its value is.
 pub(crate) const FLAG_INLINE: u8 = 0;
+/// An overflow reference (`overflow.rs`).
 pub(crate) const FLAG_OVERFLOW: u8 = 1;
+/// Multi-value trees (`multi.rs`): a sorted list of the key's values, inline.
+pub(crate) const FLAG_NESTED: u8 = 2;
+/// Multi-value trees: the descriptor of a subtree holding the key's values.
+pub(crate) const FLAG_SUBTREE: u8 = 3;
 /// Bytes of an overflow reference stored as a leaf value.
 pub(crate) const OVERFLOW_REF: usize = 16;
 
@@ -206,7 +212,7 @@ fn prefetch_probes(p: &[u8], lo: usize, mid: usize, hi: usize) {
         if i != mid && i < hi {
             let s = SLOTS + 2 * i;
             if let (Some(a), Some(b)) = (p.get(s), p.get(s + 1)) {
-                crate::storage::sys::prefetch(p, u16::from_le_bytes([*a, *b]) as usize);
+                crate::data::page::prefetch(p, u16::from_le_bytes([*a, *b]) as usize);
             }
         }
     }

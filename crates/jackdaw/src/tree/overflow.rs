@@ -13,7 +13,6 @@
 
 use super::{PageRead, PageWrite};
 use crate::data::page::{self, PageKind, PAGE_HEADER};
-use crate::data::DataFile;
 use crate::{Error, Result};
 use std::io::Read;
 
@@ -141,7 +140,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         // cache miss on it overlaps the visit (a copy of this page) instead of following it.
         if next != 0 {
             let n = p.page(next)?;
-            crate::storage::sys::prefetch(&n, 0);
+            page::prefetch(&n, 0);
             page = Some(n);
         }
         f(cur, &this[DATA_AT..DATA_AT + len])?;
@@ -176,10 +175,8 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
     let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let n = pages_for(total, p.page_size());
     if n >= RUN_MIN_PAGES {
-        if let Some(file) = p.file_run(first, n) {
-            if read_run(file, p.page_size(), first, n, cap, out)? {
-                return Ok(());
-            }
+        if read_run(p, first, n, cap, out)? {
+            return Ok(());
         }
     }
     // The length comes from a page: reserve only what a short chain holds and let the walk
@@ -201,26 +198,19 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
 /// aside, data straight into `out`: a kernel copy from the page cache, no page faults of the map,
 /// no lookup per page), then checks every header as `walk` would. Returns `false`, with `out` as
 /// it was, when the chain is laid out otherwise: the caller then walks it.
-fn read_run(file: &DataFile, ps: usize, first: u64, n: u64, total: usize, out: &mut Vec<u8>) -> Result<bool> {
-    let cap = capacity(ps);
+fn read_run<P: PageRead + ?Sized>(p: &P, first: u64, n: u64, total: usize, out: &mut Vec<u8>) -> Result<bool> {
+    let cap = capacity(p.page_size());
     let count = usize::try_from(n).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let tail = total - (count - 1) * cap;
-    let mut heads = vec![0u8; count * DATA_AT];
-    let base = out.len();
-    file.read_split(first, count, DATA_AT, tail, &mut heads, out)?;
-    let laid_out = heads.chunks_exact(DATA_AT).enumerate().all(|(i, h)| {
-        let pgno = first + i as u64;
-        let last = i + 1 == count;
-        page::page_no(h) == pgno
-            && page::page_kind(h) == Some(PageKind::Overflow)
-            && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
-    });
-    if laid_out {
-        file.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    } else {
-        out.truncate(base);
-    }
-    Ok(laid_out)
+    p.read_run((first, count), (DATA_AT, tail), out, &|heads| {
+        heads.chunks_exact(DATA_AT).enumerate().all(|(i, h)| {
+            let pgno = first + i as u64;
+            let last = i + 1 == count;
+            page::page_no(h) == pgno
+                && page::page_kind(h) == Some(PageKind::Overflow)
+                && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
+        })
+    })
 }
 
 /// Free every page of the chain; returns how many.

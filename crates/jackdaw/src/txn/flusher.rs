@@ -16,7 +16,6 @@
 use super::core::Core;
 use crate::data::file::grow_step;
 use crate::data::Header;
-use crate::error::IoContext;
 use crate::journal::Journal;
 use crate::stats::{Counters, PagesByKind};
 use crate::storage::SyncSite;
@@ -143,9 +142,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         core.counters.journal_unflushed_bytes.fetch_sub(flushed, std::sync::atomic::Ordering::Relaxed);
     }
     let doomed = core.space.lock().retire(target);
-    for p in doomed {
-        core.opts.storage.remove(&p).ctx("remove retired journal")?;
-    }
+    doomed.remove()?;
     Counters::add(&core.counters.flushes, 1);
     Counters::add(&core.counters.flushed_pages, pages.len() as u64);
     if core.opts.flush_log {

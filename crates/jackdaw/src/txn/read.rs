@@ -58,7 +58,7 @@ impl View {
 
     /// Whether this view reads pages `[first, first + n)` from the data file, every one already
     /// verified (so a positional read returns what `page` would).
-    pub(crate) fn file_run(&self, core: &Core, first: u64, n: u64) -> bool {
+    fn file_run(&self, core: &Core, first: u64, n: u64) -> bool {
         first >= crate::data::file::FIRST_BITMAP_PAGE
             && first.checked_add(n).is_some_and(|end| end <= self.next_page)
             && self.map.verified_run(first, n)
@@ -84,6 +84,33 @@ impl Drop for Snapshot {
 }
 
 impl Snapshot {
+    /// Read pages `[first, first + count)` as this snapshot sees them with positional reads
+    /// (`DataFile::read_split`), when they are exactly verified bytes of the data file: each
+    /// page's first `head` bytes go to `laid_out`, which says whether they are the pages the
+    /// caller expects; the rest is appended to `out` (`tail` bytes of the last page). `false`,
+    /// with `out` as it was, when the pages are not such a run or `laid_out` refuses them.
+    pub(crate) fn read_run(
+        &self,
+        (first, count): (u64, usize),
+        (head, tail): (usize, usize),
+        out: &mut Vec<u8>,
+        laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        if !self.view.file_run(&self.core, first, count as u64) {
+            return Ok(false);
+        }
+        let mut heads = vec![0u8; count * head];
+        let base = out.len();
+        self.core.data.read_split(first, count, head, tail, &mut heads, out)?;
+        if laid_out(&heads) {
+            self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(true)
+        } else {
+            out.truncate(base);
+            Ok(false)
+        }
+    }
+
     /// Capture the last committed state (see the module doc for why under the readers lock).
     pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
         let now = core.opts.clock.now();

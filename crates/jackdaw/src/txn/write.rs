@@ -186,17 +186,18 @@ impl PageTxn {
     /// wrote, a superset of the bytes it changed: commit then diffs only those against the base
     /// version instead of the whole page (the diff's reads of both images were ~16% of a random
     /// insert workload's time). If `f` fails, the whole page counts as changed.
-    pub(crate) fn modify(&mut self, pgno: u64, f: &mut dyn FnMut(&mut [u8]) -> Result<Written>) -> Result<()> {
+    /// `f`'s own result comes back with the ranges.
+    pub(crate) fn modify<R>(&mut self, pgno: u64, f: impl FnOnce(&mut [u8]) -> Result<(Written, R)>) -> Result<R> {
         let d = self.dirty_entry(pgno)?;
         match f(unique(&mut d.buf)?) {
-            Ok(w) => {
+            Ok((w, out)) => {
                 if let Some(v) = &mut d.written {
                     v.extend(w);
                     if v.len() > MAX_WRITTEN_RANGES {
                         d.written = None;
                     }
                 }
-                Ok(())
+                Ok(out)
             }
             Err(e) => {
                 d.written = None;
