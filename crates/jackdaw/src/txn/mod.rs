@@ -29,8 +29,9 @@
 //!            ─▶ wake the flusher if a flush is due.  A failed append, or an earlier one,
 //!            poisons: Err(Poisoned).  Empty: Sync waits for its base and makes it durable.
 //!
-//!  read (Snapshot::begin): Live (captures the *committed* txid and next_page and registers a
-//!         reader slot under the readers lock) ──drop of the last Arc<Snapshot>──▶ Ended
+//!  read (Snapshot::try_begin, which refuses a closed environment, or Snapshot::begin): Live
+//!         (captures the *committed* txid and next_page and registers a reader slot under the
+//!         readers lock) ──drop of the last Arc<Snapshot>──▶ Ended
 //!
 //!  flusher (background thread, or flush_once on the caller's thread):
 //!    Idle (waits up to min(flush_idle, 250 ms); may grow the data file ahead)
