@@ -34,8 +34,8 @@
 //!
 //! Next: [`TypedTree`] (keys and values as Rust types, with order-preserving key encodings),
 //! [`WriteBatch`] (many writers' changes grouped into shared commits), [`Env::check`] (a full
-//! structural check of the database), [`Env::sync`] (durability of `Durability::NoSync` commits
-//! on demand), [`Options`] (page size, durability, flusher).
+//! structural check of the database), [`Env::sync`] (durability of `Durability::Buffered` and
+//! `Durability::None` commits on demand), [`Options`] (page size, durability, flusher).
 //!
 //! # Limits
 //!
@@ -54,12 +54,14 @@
 //! | Transaction | its journal record's payload (page images and diffs, before compression) ≤ 4 GiB − 1; existing pages it changes ≤ (4 GiB − 1) / (`ps` + 16) (1,044,472 at 4 KiB pages: their images could pass the record's limit), refused as soon as one more is changed | same | [`Error::TransactionTooLarge`] (at the change past the page count, else at commit): split it |
 //! | Page size | a power of two in 4,096..=65,536, fixed at creation | — | [`Error::Invalid`] from [`Env::open`] |
 //!
-//! Layers, bottom up (dependencies point one way):
+//! Layers, bottom up (dependencies point one way; `tests/layers.rs` enforces it):
 //! `storage` (the only code that touches the OS) ← `data` (data file, header slots, pages) ←
 //! `journal` (records, writer, recovery) ← `txn` (page table, allocator, snapshots, the write
 //! transaction, the flusher) ← `tree` (B+tree pages, search, split, merge, cursors, overflow)
-//! ← `api` (tree handles, read/write transactions, iterators) and `env` (open, recovery, close,
-//! stats, check).
+//! ← `api` and `typed` (tree handles, read/write transactions, iterators, typed trees) ←
+//! `batch` (write batches, group commit) ← `env`, `backup` and `readonly` (open, recovery,
+//! close, stats, check, hot backup) ← `lib`. Leaves named from anywhere: `error`, `options`,
+//! `stats`, `sync`, `ids`.
 //! See docs/ARCHITECTURE.md for the write and read paths.
 #![deny(unsafe_code)]
 
@@ -96,12 +98,12 @@ mod tree;
 mod txn;
 pub mod typed;
 
-/// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
 /// The README's Rust code blocks, compiled and run as doc tests so that the quickstart stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// A xorshift64 generator for the unit tests' fixed pseudo-random sequences.
 #[cfg(test)]
 pub(crate) fn test_rng(mut x: u64) -> impl FnMut() -> u64 {
     move || {

@@ -127,7 +127,7 @@ pub struct Stats {
     pub next_page: u64,
     pub data_file_bytes: u64,
     /// Bytes of the data file above the high-water mark: room grown ahead of the writer, given
-    /// back to the file system at `close` (DURABILITY §9.1).
+    /// back to the file system at `close` (DURABILITY §8.3 step 7b).
     pub slack_bytes: u64,
     pub journal_file_bytes: u64,
     pub journal_files: usize,

@@ -4,7 +4,8 @@
 //!
 //! The test reads the sources: every `crate::` path (in `use` lists, braces included, and
 //! inline) is resolved to the module it names, and any that points to a higher layer fails the
-//! test with the file, the line and both layers.
+//! test with the file, the line and both layers. A second test finds import circles: files (of
+//! the engine and of the bench harness) that use each other, directly or through a ring.
 
 use std::path::{Path, PathBuf};
 

@@ -216,7 +216,8 @@ impl DataFile {
     /// `close` when no snapshot is alive: growth steps ahead of the writer leave up to an eighth
     /// of the file unused. Never below `initial_len`. The mapping is replaced by one of the new
     /// length first thing after, so nothing maps past the end; the caller guarantees no view of
-    /// the old mapping is alive. Not synced: a longer file after a crash is harmless (§9.1).
+    /// the old mapping is alive. Not synced: a longer file after a crash is harmless (DURABILITY
+    /// §8.3 step 7b).
     pub(crate) fn trim_to(&self, pages: u64) -> Result<()> {
         let ps = self.page_size as u64;
         let want = initial_len(pages.saturating_mul(ps), ps);

@@ -8,7 +8,9 @@
 //!  created (zeros written, synced — ahead, as `spare.jnl.tmp`, with a background flusher —
 //!  renamed, dir synced) ──▶ current ──▶ live (full, records not
 //!  yet flushed) ──▶ retired (every record <= flushed header) ──▶ recycled (renamed to a new
-//!  generation, dir synced) ──▶ current ...   or deleted when more than `journal_files_kept`.
+//!  generation, dir synced) ──▶ current ...   or deleted when more than `journal_files_kept`
+//!  are kept, or when made bigger than `journal_file_bytes` for one huge record.
+//!  A clean `close` (every record flushed) deletes every journal file (`Space::release_all`).
 //! ```
 
 pub(crate) mod record;

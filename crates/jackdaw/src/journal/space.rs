@@ -360,9 +360,9 @@ impl Space {
     }
 
     /// Retire the full files whose records are all `<= flushed_txid` (the header says so durably).
-    /// Up to `files_kept` are kept for recycling; the paths of the others are returned, for the
-    /// caller to delete once it has released the journal lock (unlinking a 16 MiB file took up to
-    /// 8 ms, and every commit waits for this lock). A crash before they are deleted leaves retired
+    /// Up to `files_kept` are kept for recycling; the others are returned, for the caller to
+    /// delete once it has released the `Space` lock ([`Doomed`]: unlinking a 16 MiB file took up
+    /// to 8 ms, and every commit's reservation waits for this lock). A crash before they are deleted leaves retired
     /// files, which the next open recognises (their records are all flushed) and recycles or
     /// deletes; so the deletion needs no sync.
     pub(crate) fn retire(&mut self, flushed_txid: u64) -> Doomed {

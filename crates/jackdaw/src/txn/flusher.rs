@@ -3,8 +3,8 @@
 //! One flush, under `Core::flush_state` (never under the writer's lock):
 //! 1. `T` = the last committed transaction, or the oldest live snapshot if older (taken under the
 //!    readers lock, which snapshots also take when they begin).
-//! 2. Write-ahead rule: make the journal durable through `T` (writes out `None`/`Buffered`
-//!    records and syncs them).
+//! 2. Write-ahead rule: make the journal durable through `T` (`Journal::make_durable`: writes
+//!    out the pending `None` records and syncs every journal file written since the last sync).
 //! 3. For every page changed by a transaction in `(flushed, T]`, `pwrite` its newest version
 //!    `<= T`. No snapshot reads those bytes from the data file: each one either finds a version in
 //!    the page table or wants exactly the version being written.

@@ -65,7 +65,7 @@ struct Streamed {
     kind: Option<PageKind>,
 }
 
-/// The page level of the single write transaction. Dropping it without `commit` aborts it.
+/// The page level of the single write transaction. Dropping it without `prepare` aborts it.
 pub(crate) struct PageTxn {
     core: Arc<Core>,
     _guard: crate::sync::WriterGuard,
