@@ -178,7 +178,7 @@ impl Env {
     /// live pages, packed (the copy's data file is as small as its content).
     pub fn backup_to_with(&self, dest: impl AsRef<Path>, options: BackupOptions) -> Result<BackupStats> {
         let dest = dest.as_ref();
-        let storage = self.core().opts.storage.clone();
+        let storage = self.core().opts().storage.clone();
         let rtx = self.read()?;
         let out = DirOut::create(storage.clone(), dest)?;
         if options.compact {
@@ -186,7 +186,7 @@ impl Env {
             let r = (|| {
                 let (scratch, source_txid) = self.compacted(rtx, &work, &options)?;
                 let srtx = scratch.read()?;
-                let shape = shape_of(&srtx, self.core().db_id, compact_txid(source_txid, &srtx))?;
+                let shape = shape_of(&srtx, self.core().db_id(), compact_txid(source_txid, &srtx))?;
                 let bytes = copy_to_dir(&srtx, shape, &out, &options)?;
                 drop(srtx);
                 scratch.close()?;
@@ -197,7 +197,7 @@ impl Env {
             out.finish(shape)?;
             return Ok(BackupStats { txid: TxId::new(shape.txid), bytes });
         }
-        let shape = shape_of(&rtx, self.core().db_id, rtx.txid().get())?;
+        let shape = shape_of(&rtx, self.core().db_id(), rtx.txid().get())?;
         let bytes = copy_to_dir(&rtx, shape, &out, &options)?;
         drop(rtx);
         out.finish(shape)?;
@@ -233,13 +233,13 @@ impl Env {
     pub fn backup_to_writer_with(&self, w: impl Write, options: BackupOptions) -> Result<BackupStats> {
         let rtx = self.read()?;
         if options.compact {
-            let storage = self.core().opts.storage.clone();
+            let storage = self.core().opts().storage.clone();
             let base = options.work_dir.clone().unwrap_or_else(std::env::temp_dir);
             let work = base.join(format!(".jackdaw-compact-{}-{}", std::process::id(), unique()));
             let r = (|| {
                 let (scratch, source_txid) = self.compacted(rtx, &work, &options)?;
                 let srtx = scratch.read()?;
-                let shape = shape_of(&srtx, self.core().db_id, compact_txid(source_txid, &srtx))?;
+                let shape = shape_of(&srtx, self.core().db_id(), compact_txid(source_txid, &srtx))?;
                 let bytes = write_stream(&srtx, shape, w, &options)?;
                 drop(srtx);
                 scratch.close()?;
@@ -248,7 +248,7 @@ impl Env {
             remove_tree(storage.as_ref(), &work);
             return r;
         }
-        let shape = shape_of(&rtx, self.core().db_id, rtx.txid().get())?;
+        let shape = shape_of(&rtx, self.core().db_id(), rtx.txid().get())?;
         let bytes = write_stream(&rtx, shape, w, &options)?;
         Ok(BackupStats { txid: TxId::new(shape.txid), bytes })
     }
@@ -263,18 +263,18 @@ impl Env {
         let core = self.core();
         let source_txid = rtx.txid().get();
         let snapshot = work.join("snapshot");
-        let out = DirOut::create(core.opts.storage.clone(), &snapshot)?;
-        let shape = shape_of(&rtx, core.db_id, source_txid)?;
+        let out = DirOut::create(core.opts().storage.clone(), &snapshot)?;
+        let shape = shape_of(&rtx, core.db_id(), source_txid)?;
         copy_to_dir(&rtx, shape, &out, options)?;
         drop(rtx);
         out.finish(shape)?;
         let src = Env::open(
             &snapshot,
-            Options { storage: core.opts.storage.clone(), clock: core.opts.clock.clone(), ..Options::default() }
+            Options { storage: core.opts().storage.clone(), clock: core.opts().clock.clone(), ..Options::default() }
                 .read_only(true),
         )?;
         let srtx = src.read()?;
-        let scratch = compact_into(&srtx, &work.join("packed"), &core.opts, options)?;
+        let scratch = compact_into(&srtx, &work.join("packed"), core.opts(), options)?;
         drop(srtx);
         src.close()?;
         Ok((scratch, source_txid))
@@ -303,7 +303,7 @@ fn compact_into(rtx: &ReadTxn, work: &Path, src: &Options, options: &BackupOptio
         clock: src.clock.clone(),
         ..Options::default()
     }
-    .page_size(rtx.snap.core.page_size as u32);
+    .page_size(rtx.snap.core.page_size() as u32);
     let env = Env::open(work, opts)?;
     let names = rtx.list_trees()?;
     let mut total = 0u64;
@@ -362,7 +362,7 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
         pages += free.iter().filter(|f| !**f).count() as u64;
         Ok(())
     })?;
-    Ok(Shape { page_size: rtx.snap.core.page_size, db_id, txid, next_page: rtx.snap.next_page(), pages })
+    Ok(Shape { page_size: rtx.snap.core.page_size(), db_id, txid, next_page: rtx.snap.next_page(), pages })
 }
 
 /// For each section of the snapshot: its first page and, for each of its pages below the
@@ -370,7 +370,7 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
 /// not copied).
 fn for_each_free_map(rtx: &ReadTxn, mut f: impl FnMut(u64, &[bool]) -> Result<()>) -> Result<()> {
     let snap = &rtx.snap;
-    let g = Geometry::new(snap.core.page_size);
+    let g = Geometry::new(snap.core.page_size());
     let next_page = snap.next_page();
     let mut free = Vec::new();
     for k in 0..g.sections(next_page) {

@@ -97,7 +97,7 @@ impl ReadTxn {
     }
 
     fn db_id(&self) -> u64 {
-        self.snap.core.db_id
+        self.snap.core.db_id()
     }
 
     fn root(&self) -> Result<TreeDesc> {
@@ -128,7 +128,7 @@ impl ReadTxn {
                 return Ok(d);
             }
         }
-        if tree.db_id != self.snap.core.db_id {
+        if tree.db_id != self.snap.core.db_id() {
             return Err(Error::Invalid("tree handle of another environment".into()));
         }
         let mut st = self.state.borrow_mut();
@@ -142,7 +142,7 @@ impl ReadTxn {
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let d = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id, &mut st.touched)?;
+        let d = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id(), &mut st.touched)?;
         st.trees.push((tree.id, d));
         st.last = Some((tree.id, d));
         // Share it with the transactions that begin at this state after this one.

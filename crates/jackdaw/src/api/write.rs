@@ -63,10 +63,10 @@ impl WriteTxn {
     pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
         let raw = PageTxn::begin(core, wait)?;
         let meta = Meta::decode(&raw.page(META_PAGE)?)?;
-        let next_tree_id = meta.next_tree_id.max(core.tree_ids.load(std::sync::atomic::Ordering::Relaxed));
+        let next_tree_id = meta.next_tree_id.max(core.tree_ids());
         Ok(WriteTxn {
             raw,
-            db_id: core.db_id,
+            db_id: core.db_id(),
             root: meta.root,
             next_tree_id,
             meta_dirty: false,
@@ -201,7 +201,7 @@ impl WriteTxn {
         }
         let desc = TreeDesc { id: self.next_tree_id, kind: kind as u32, ..TreeDesc::default() };
         self.next_tree_id += 1;
-        self.core.tree_ids.fetch_max(self.next_tree_id, std::sync::atomic::Ordering::Relaxed);
+        self.core.note_tree_ids(self.next_tree_id);
         self.meta_dirty = true;
         self.change(|t| {
             btree::put(

@@ -51,7 +51,7 @@ impl PageRead for Snapshot {
         Snapshot::page(self, pgno)
     }
     fn page_size(&self) -> usize {
-        self.core.page_size
+        self.core.page_size()
     }
     fn read_run(
         &self,

@@ -179,6 +179,34 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The options the environment was opened with.
+    #[inline]
+    pub(crate) fn opts(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The database's page size (fixed at creation).
+    #[inline]
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// The database's id (in its header, every journal record and every tree handle).
+    #[inline]
+    pub(crate) fn db_id(&self) -> u64 {
+        self.db_id
+    }
+
+    /// One more than the highest tree id handed out in this process (see `tree_ids`).
+    pub(crate) fn tree_ids(&self) -> u64 {
+        self.tree_ids.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Tree ids below `next` have been handed out (a write transaction's, committed or not).
+    pub(crate) fn note_tree_ids(&self, next: u64) {
+        self.tree_ids.fetch_max(next, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// With `readers` held (so no transaction can begin or end meanwhile): release the locks if
     /// `close` has finished and no read or write transaction is alive (a new `Env` may then open
     /// the database and overwrite pages; nothing of this one reads them any more). Returns whether
