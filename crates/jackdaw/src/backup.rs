@@ -518,32 +518,9 @@ pub(crate) fn restore_with_storage(storage: Arc<dyn Storage>, mut r: impl Read, 
     };
     let mut h = [0u8; STREAM_HEADER];
     read(&mut r, &mut h, &mut hash)?;
-    if &h[0..8] != STREAM_MAGIC {
-        return Err(Error::NotADatabase("the input is not a Jackdaw backup stream (bad magic)".into()));
-    }
+    let shape = parse_stream_header(&h)?;
+    let ps = shape.page_size;
     let le64 = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-    let le32 = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
-    let version = le32(&h[8..12]);
-    if version != STREAM_VERSION {
-        return Err(Error::IncompatibleFormat(format!(
-            "backup stream version {version}; this build reads version {STREAM_VERSION}"
-        )));
-    }
-    let ps = le32(&h[12..16]);
-    if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
-        return Err(Error::corrupted(None, format!("backup stream header names page size {ps}")));
-    }
-    let ps = ps as usize;
-    let shape = Shape {
-        page_size: ps,
-        db_id: le64(&h[16..24]),
-        txid: le64(&h[24..32]),
-        next_page: le64(&h[32..40]),
-        pages: le64(&h[40..48]),
-    };
-    if shape.next_page < crate::data::file::FIRST_FREE_PAGE || shape.next_page > u64::MAX / ps as u64 {
-        return Err(Error::corrupted(None, format!("backup stream header names {} pages", shape.next_page)));
-    }
     let out = DirOut::create(storage, dest)?;
     out.start(shape)?;
     let mut next_free = crate::data::file::FIRST_BITMAP_PAGE;
@@ -584,6 +561,38 @@ pub(crate) fn restore_with_storage(storage: Arc<dyn Storage>, mut r: impl Read, 
     }
     out.finish(shape)?;
     Ok(BackupStats { txid: TxId::new(shape.txid), bytes: bytes + 8 })
+}
+
+/// The backup stream's header: magic, container version, page size and the database's shape,
+/// each checked (a bad magic is `NotADatabase`, another version `IncompatibleFormat`).
+fn parse_stream_header(h: &[u8; STREAM_HEADER]) -> Result<Shape> {
+    if &h[0..8] != STREAM_MAGIC {
+        return Err(Error::NotADatabase("the input is not a Jackdaw backup stream (bad magic)".into()));
+    }
+    let le64 = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    let le32 = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
+    let version = le32(&h[8..12]);
+    if version != STREAM_VERSION {
+        return Err(Error::IncompatibleFormat(format!(
+            "backup stream version {version}; this build reads version {STREAM_VERSION}"
+        )));
+    }
+    let ps = le32(&h[12..16]);
+    if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
+        return Err(Error::corrupted(None, format!("backup stream header names page size {ps}")));
+    }
+    let ps = ps as usize;
+    let shape = Shape {
+        page_size: ps,
+        db_id: le64(&h[16..24]),
+        txid: le64(&h[24..32]),
+        next_page: le64(&h[32..40]),
+        pages: le64(&h[40..48]),
+    };
+    if shape.next_page < crate::data::file::FIRST_FREE_PAGE || shape.next_page > u64::MAX / ps as u64 {
+        return Err(Error::corrupted(None, format!("backup stream header names {} pages", shape.next_page)));
+    }
+    Ok(shape)
 }
 
 /// A database directory being written under a temporary name.

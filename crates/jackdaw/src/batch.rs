@@ -282,12 +282,8 @@ impl MergerThreads {
 
 fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<SyncSender<Result<()>>>)>) {
     loop {
-        {
-            let mut q = m.queue.lock();
-            m.cv.wait_while(&mut q, |q| q.items.is_empty() && !q.stop);
-            if q.items.is_empty() && q.stop {
-                return;
-            }
+        if !wait_for_batches(m) {
+            return;
         }
         let mut tx = match WriteTxn::begin(core, true) {
             Ok(tx) => tx,
@@ -296,54 +292,7 @@ fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<Sync
                 continue;
             }
         };
-        let mut waiters = Vec::new();
-        let mut bytes = 0usize;
-        let mut failed: Option<Error> = None;
-        loop {
-            let taken: Vec<Pending> = {
-                let mut q = m.queue.lock();
-                let mut out = Vec::new();
-                while bytes < MAX_TX_BYTES {
-                    let Some(p) = q.items.pop_front() else { break };
-                    bytes += p.batch.bytes;
-                    out.push(p);
-                }
-                out
-            };
-            for p in taken {
-                if failed.is_some() {
-                    let _ = p.done.send(Err(failed.clone().expect("set")));
-                    continue;
-                }
-                match validate(&mut tx, core.db_id, &p.batch) {
-                    Err(e) => {
-                        let _ = p.done.send(Err(e));
-                    }
-                    Ok(()) => match apply(&mut tx, p.batch) {
-                        Ok(()) => waiters.push(p.done),
-                        Err(e) => {
-                            // The transaction is in an unknown state: fail everything in it.
-                            let _ = p.done.send(Err(e.clone()));
-                            failed = Some(e);
-                        }
-                    },
-                }
-            }
-            if bytes >= MAX_TX_BYTES || failed.is_some() {
-                break;
-            }
-            // Keep filling while the committer is busy with the previous transaction.
-            let mut q = m.queue.lock();
-            if q.items.is_empty() {
-                if q.in_flight == 0 || q.stop {
-                    break;
-                }
-                m.cv.wait_while(&mut q, |q| q.items.is_empty() && q.in_flight > 0 && !q.stop);
-                if q.items.is_empty() {
-                    break;
-                }
-            }
-        }
+        let (waiters, failed) = fill_transaction(core, m, &mut tx);
         if let Some(e) = failed {
             for w in waiters {
                 let _ = w.send(Err(e.clone()));
@@ -353,21 +302,96 @@ fn run(core: &Arc<Core>, m: &Merger, committer: mpsc::Sender<(Prepared, Vec<Sync
         if waiters.is_empty() {
             continue;
         }
-        match tx.prepare() {
-            Ok(p) => {
-                m.queue.lock().in_flight += 1;
-                if let Err(mpsc::SendError((p, ws))) = committer.send((p, waiters)) {
-                    drop(p);
-                    for w in ws {
-                        let _ = w.send(Err(Error::Closed));
-                    }
-                    m.queue.lock().in_flight -= 1;
-                }
+        prepare_and_hand_over(m, &committer, tx, waiters);
+    }
+}
+
+/// Wait until batches are queued or the merger stops; false when it stops with nothing queued.
+fn wait_for_batches(m: &Merger) -> bool {
+    let mut q = m.queue.lock();
+    m.cv.wait_while(&mut q, |q| q.items.is_empty() && !q.stop);
+    !(q.items.is_empty() && q.stop)
+}
+
+/// Apply queued batches to `tx` (each validated first; a batch that fails validation fails
+/// alone) up to `MAX_TX_BYTES`, and keep filling while the committer is busy with the previous
+/// transaction. Returns the waiters of the applied batches and, if applying one failed, the
+/// error (the transaction is then in an unknown state: every batch in it fails).
+fn fill_transaction(core: &Arc<Core>, m: &Merger, tx: &mut WriteTxn) -> (Vec<SyncSender<Result<()>>>, Option<Error>) {
+    let mut waiters = Vec::new();
+    let mut bytes = 0usize;
+    let mut failed: Option<Error> = None;
+    loop {
+        let taken: Vec<Pending> = {
+            let mut q = m.queue.lock();
+            let mut out = Vec::new();
+            while bytes < MAX_TX_BYTES {
+                let Some(p) = q.items.pop_front() else { break };
+                bytes += p.batch.bytes;
+                out.push(p);
             }
-            Err(e) => {
-                for w in waiters {
-                    let _ = w.send(Err(e.clone()));
+            out
+        };
+        for p in taken {
+            if failed.is_some() {
+                let _ = p.done.send(Err(failed.clone().expect("set")));
+                continue;
+            }
+            match validate(tx, core.db_id, &p.batch) {
+                Err(e) => {
+                    let _ = p.done.send(Err(e));
                 }
+                Ok(()) => match apply(tx, p.batch) {
+                    Ok(()) => waiters.push(p.done),
+                    Err(e) => {
+                        // The transaction is in an unknown state: fail everything in it.
+                        let _ = p.done.send(Err(e.clone()));
+                        failed = Some(e);
+                    }
+                },
+            }
+        }
+        if bytes >= MAX_TX_BYTES || failed.is_some() {
+            break;
+        }
+        // Keep filling while the committer is busy with the previous transaction.
+        let mut q = m.queue.lock();
+        if q.items.is_empty() {
+            if q.in_flight == 0 || q.stop {
+                break;
+            }
+            m.cv.wait_while(&mut q, |q| q.items.is_empty() && q.in_flight > 0 && !q.stop);
+            if q.items.is_empty() {
+                break;
+            }
+        }
+    }
+    (waiters, failed)
+}
+
+/// Prepare `tx` and hand it with its waiters to the committer thread (counted in flight until
+/// it is done); if the committer is gone, the waiters get `Error::Closed`; if the prepare
+/// fails, its error.
+fn prepare_and_hand_over(
+    m: &Merger,
+    committer: &mpsc::Sender<(Prepared, Vec<SyncSender<Result<()>>>)>,
+    tx: WriteTxn,
+    waiters: Vec<SyncSender<Result<()>>>,
+) {
+    match tx.prepare() {
+        Ok(p) => {
+            m.queue.lock().in_flight += 1;
+            if let Err(mpsc::SendError((p, ws))) = committer.send((p, waiters)) {
+                drop(p);
+                for w in ws {
+                    let _ = w.send(Err(Error::Closed));
+                }
+                m.queue.lock().in_flight -= 1;
+            }
+        }
+        Err(e) => {
+            for w in waiters {
+                let _ = w.send(Err(e.clone()));
             }
         }
     }

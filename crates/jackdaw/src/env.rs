@@ -394,73 +394,13 @@ fn take_lock(storage: &dyn Storage, dir: &Path, path: &Path, target: LockTarget)
 
 fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
-    if let Err(e) = storage.create_dir_all(dir) {
-        if e.kind() == std::io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTDIR) {
-            return Err(Error::NotADatabase(format!(
-                "{} is a file, not a directory; Env::open takes the directory that holds (or will hold) the \
-                 database's files",
-                dir.display()
-            )));
-        }
-        return Err(Error::io("create database directory", e));
-    }
-    // The `lock` file first (the data file may not exist yet), then the data file once it does:
-    // both held while open, so deleting the `lock` file lets no second Env in.
-    let lock = take_lock(storage.as_ref(), dir, &dir.join(LOCK_FILE), LockTarget::LockFile)?;
-    let journal_dir = dir.join(journal::DIR);
-    storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
-    let data_path = dir.join(DATA_FILE);
-    if !storage.exists(&data_path) {
-        create(storage.as_ref(), dir, &opts)?;
-    }
-    let lock: Box<dyn LockGuard> = Box::new(Locks {
-        _lock_file: lock,
-        _data_file: take_lock(storage.as_ref(), dir, &data_path, LockTarget::Existing)?,
-    });
-    let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
-    let mut header = DataFile::read_headers(file.as_ref())?;
-    let ps = header.page_size as usize;
-    let flen = file.len().ctx("data file length")?;
-    if flen < header.next_page.saturating_mul(ps as u64) {
-        return Err(Error::corrupted(
-            None,
-            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
-        ));
-    }
-    let data = DataFile::open(file, ps)?;
+    let (lock, journal_dir, data, mut header) = lock_and_open_files(storage.as_ref(), dir, &opts)?;
     let counters = Arc::new(Counters::default());
 
     // Recovery: replay the log after the header into the data file.
-    let (end, paths) = recovery::replay(storage.as_ref(), &journal_dir, &header, &data)?;
-    let sorted = recovery::sort_files(storage.as_ref(), &header, paths, &end)?;
-    Counters::add(&counters.stray_journal_files, sorted.set_aside);
-    let max_gen = sorted.max_generation;
-    let new_gen = max_gen
-        .checked_add(1)
-        .ok_or_else(|| Error::corrupted(None, "journal generation at the largest value a generation can take"))?;
-    if end.records > 0 || new_gen != header.journal_gen + 1 {
-        data.sync(SyncSite::DataFlush)?;
-        counters.synced(SyncSite::DataFlush);
-        header = Header {
-            revision: header.revision + 1,
-            flushed_txid: end.last_txid,
-            next_page: end.next_page,
-            journal_gen: new_gen,
-            journal_offset: 0,
-            ..header
-        };
-        data.write_header(&header)?;
-        counters.synced(SyncSite::Header);
-    }
-    // Every journal file is now retired.
-    let mut recyclable = Vec::new();
-    for (g, p) in sorted.retired {
-        if recyclable.len() < opts.journal_files_kept {
-            recyclable.push((g, p));
-        } else {
-            storage.remove(&p).ctx("remove retired journal")?;
-        }
-    }
+    let (max_gen, recyclable) =
+        recover(storage.as_ref(), &journal_dir, &mut header, &data, &counters, opts.journal_files_kept)?;
+    let ps = header.page_size as usize;
     let alloc = load_alloc(&data, &header)?;
     let journal = Journal::new(header.db_id, counters.clone(), header.flushed_txid);
     let space = Space::new(
@@ -505,6 +445,94 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         lock: Mutex::new(Some(lock)),
         opts,
     })
+}
+
+/// `open_core`'s first step: create the database and journal directories if missing, take the
+/// locks (creating the data file if missing) and open the data file. Returns the locks, the
+/// journal directory, the data file and its header (checked against the file's length).
+fn lock_and_open_files(
+    storage: &dyn Storage,
+    dir: &Path,
+    opts: &Options,
+) -> Result<(Box<dyn LockGuard>, std::path::PathBuf, DataFile, Header)> {
+    if let Err(e) = storage.create_dir_all(dir) {
+        if e.kind() == std::io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTDIR) {
+            return Err(Error::NotADatabase(format!(
+                "{} is a file, not a directory; Env::open takes the directory that holds (or will hold) the \
+                 database's files",
+                dir.display()
+            )));
+        }
+        return Err(Error::io("create database directory", e));
+    }
+    // The `lock` file first (the data file may not exist yet), then the data file once it does:
+    // both held while open, so deleting the `lock` file lets no second Env in.
+    let lock = take_lock(storage, dir, &dir.join(LOCK_FILE), LockTarget::LockFile)?;
+    let journal_dir = dir.join(journal::DIR);
+    storage.create_dir_all(&journal_dir).ctx("create journal directory")?;
+    let data_path = dir.join(DATA_FILE);
+    if !storage.exists(&data_path) {
+        create(storage, dir, opts)?;
+    }
+    let lock: Box<dyn LockGuard> =
+        Box::new(Locks { _lock_file: lock, _data_file: take_lock(storage, dir, &data_path, LockTarget::Existing)? });
+    let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
+    let header = DataFile::read_headers(file.as_ref())?;
+    let ps = header.page_size as usize;
+    let flen = file.len().ctx("data file length")?;
+    if flen < header.next_page.saturating_mul(ps as u64) {
+        return Err(Error::corrupted(
+            None,
+            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
+        ));
+    }
+    let data = DataFile::open(file, ps)?;
+    Ok((lock, journal_dir, data, header))
+}
+
+/// `open_core`'s recovery: replay the log after `header` into the data file; if anything was
+/// replayed (or the journal generation moves on), sync the data file and write the next header.
+/// Every journal file is then retired: up to `kept` are returned for reuse, the rest removed.
+/// Returns the largest journal generation found and the reusable files.
+fn recover(
+    storage: &dyn Storage,
+    journal_dir: &Path,
+    header: &mut Header,
+    data: &DataFile,
+    counters: &Counters,
+    kept: usize,
+) -> Result<(u64, Vec<(u64, std::path::PathBuf)>)> {
+    let (end, paths) = recovery::replay(storage, journal_dir, header, data)?;
+    let sorted = recovery::sort_files(storage, header, paths, &end)?;
+    Counters::add(&counters.stray_journal_files, sorted.set_aside);
+    let max_gen = sorted.max_generation;
+    let new_gen = max_gen
+        .checked_add(1)
+        .ok_or_else(|| Error::corrupted(None, "journal generation at the largest value a generation can take"))?;
+    if end.records > 0 || new_gen != header.journal_gen + 1 {
+        data.sync(SyncSite::DataFlush)?;
+        counters.synced(SyncSite::DataFlush);
+        *header = Header {
+            revision: header.revision + 1,
+            flushed_txid: end.last_txid,
+            next_page: end.next_page,
+            journal_gen: new_gen,
+            journal_offset: 0,
+            ..*header
+        };
+        data.write_header(header)?;
+        counters.synced(SyncSite::Header);
+    }
+    // Every journal file is now retired.
+    let mut recyclable = Vec::new();
+    for (g, p) in sorted.retired {
+        if recyclable.len() < kept {
+            recyclable.push((g, p));
+        } else {
+            storage.remove(&p).ctx("remove retired journal")?;
+        }
+    }
+    Ok((max_gen, recyclable))
 }
 
 /// Per-section free counts from the bitmap pages.
@@ -612,13 +640,7 @@ where
         return Err(Error::Closed);
     }
     let _mark = crate::txn::write::CheckMark::new(core);
-    // Wait for pipelined commits in flight to become visible.
-    {
-        let mut j = core.journal.lock();
-        let prepared = core.prepared.lock().txid;
-        core.journal_cv
-            .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
-    }
+    wait_for_pipelined_commits(core);
     // After a write failure the files may lack what memory holds: not "corrupted", poisoned.
     if let Some(m) = core.poisoned.lock().as_ref() {
         return Err(Error::Poisoned(m.clone()));
@@ -639,6 +661,40 @@ where
         problems.push(Problem::from_error(K::Header, None, None, "header slots: ", &e));
     }
     // 2. Free-space map.
+    let free_set = check_free_space_map(core, &rtx, &g, next_page, &mut report, &mut problems);
+    // 3. Every page in use: checksum, number, kind.
+    check_pages_in_use(&rtx, &free_set, next_page, &mut report, &mut problems);
+    // 4. Reachability: what the trees (or the caller) use.
+    let pages = reachable(&rtx, &mut problems);
+    check_reachability(pages, &free_set, &g, next_page, &mut report, &mut problems);
+    // 5. The journal chain after the header, and the journal files against the header and the
+    //    writer.
+    check_journal_chain(core, &header, committed_txid, &mut report, &mut problems);
+    drop(flush_state);
+    report.problems = problems;
+    Ok(report)
+}
+
+/// `check`'s wait for pipelined commits in flight to become visible (or for the journal to
+/// fail, or the environment to be poisoned).
+fn wait_for_pipelined_commits(core: &Core) {
+    let mut j = core.journal.lock();
+    let prepared = core.prepared.lock().txid;
+    core.journal_cv
+        .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
+}
+
+/// `check`'s step 2: every free-space bitmap page against the allocator's summary, and no
+/// fixed page marked free. Returns the set of pages the bitmaps mark free.
+fn check_free_space_map(
+    core: &Core,
+    rtx: &ReadTxn,
+    g: &Geometry,
+    next_page: u64,
+    report: &mut CheckReport,
+    problems: &mut Vec<Problem>,
+) -> HashSet<u64> {
+    use ProblemKind as K;
     let summary = core.alloc.lock().clone();
     if summary.free.len() as u64 != g.sections(next_page) {
         problems.push(Problem::new(
@@ -650,49 +706,8 @@ where
     }
     let mut free_set: HashSet<u64> = HashSet::new();
     for k in 0..g.sections(next_page) {
-        let bp = g.bitmap_page(k);
         report.bitmap_pages += 1;
-        let p = match rtx.page(bp) {
-            Ok(p) => p,
-            Err(e) => {
-                problems.push(Problem::from_error(K::FreeSpaceMap, Some(bp), None, &format!("bitmap page {bp}: "), &e));
-                continue;
-            }
-        };
-        if page::page_kind(&p) != Some(PageKind::FreeMap) {
-            problems.push(Problem::new(
-                K::FreeSpaceMap,
-                Some(bp),
-                None,
-                format!("page {bp}: expected a free-space bitmap page"),
-            ));
-            continue;
-        }
-        let limit = (next_page - k * g.section).min(g.section);
-        let n = count_set_bits(&p, limit);
-        if summary.free.get(k as usize) != Some(&n) {
-            let counted = summary.free.get(k as usize).map_or_else(|| "no such section".to_string(), u64::to_string);
-            problems.push(Problem::new(
-                K::FreeSpaceMap,
-                Some(bp),
-                None,
-                format!("section {k}: bitmap has {n} free pages, the allocator counts {counted}"),
-            ));
-        }
-        if any_set_from(&p, limit) {
-            problems.push(Problem::new(
-                K::FreeSpaceMap,
-                Some(bp),
-                None,
-                format!("section {k}: pages past the high-water mark {next_page} are marked free"),
-            ));
-        }
-        for i in 0..limit {
-            let (byte, mask) = g.bit(k * g.section + i);
-            if p[byte] & mask != 0 {
-                free_set.insert(k * g.section + i);
-            }
-        }
+        check_bitmap_section(rtx, g, &summary, k, next_page, &mut free_set, problems);
     }
     for fixed in [FIRST_BITMAP_PAGE, META_PAGE].into_iter().chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k)))
     {
@@ -706,7 +721,75 @@ where
         }
     }
     report.free_pages = free_set.len() as u64;
-    // 3. Every page in use: checksum, number, kind.
+    free_set
+}
+
+/// One section's bitmap page: its kind, its free count against the allocator's, nothing free
+/// past the high-water mark; adds the pages it marks free to `free_set`.
+fn check_bitmap_section(
+    rtx: &ReadTxn,
+    g: &Geometry,
+    summary: &AllocSummary,
+    k: u64,
+    next_page: u64,
+    free_set: &mut HashSet<u64>,
+    problems: &mut Vec<Problem>,
+) {
+    use ProblemKind as K;
+    let bp = g.bitmap_page(k);
+    let p = match rtx.page(bp) {
+        Ok(p) => p,
+        Err(e) => {
+            problems.push(Problem::from_error(K::FreeSpaceMap, Some(bp), None, &format!("bitmap page {bp}: "), &e));
+            return;
+        }
+    };
+    if page::page_kind(&p) != Some(PageKind::FreeMap) {
+        problems.push(Problem::new(
+            K::FreeSpaceMap,
+            Some(bp),
+            None,
+            format!("page {bp}: expected a free-space bitmap page"),
+        ));
+        return;
+    }
+    let limit = (next_page - k * g.section).min(g.section);
+    let n = count_set_bits(&p, limit);
+    if summary.free.get(k as usize) != Some(&n) {
+        let counted = summary.free.get(k as usize).map_or_else(|| "no such section".to_string(), u64::to_string);
+        problems.push(Problem::new(
+            K::FreeSpaceMap,
+            Some(bp),
+            None,
+            format!("section {k}: bitmap has {n} free pages, the allocator counts {counted}"),
+        ));
+    }
+    if any_set_from(&p, limit) {
+        problems.push(Problem::new(
+            K::FreeSpaceMap,
+            Some(bp),
+            None,
+            format!("section {k}: pages past the high-water mark {next_page} are marked free"),
+        ));
+    }
+    for i in 0..limit {
+        let (byte, mask) = g.bit(k * g.section + i);
+        if p[byte] & mask != 0 {
+            free_set.insert(k * g.section + i);
+        }
+    }
+}
+
+/// `check`'s step 3: every page not marked free verifies (checksum, number) and page 3 is
+/// the meta page.
+fn check_pages_in_use(
+    rtx: &ReadTxn,
+    free_set: &HashSet<u64>,
+    next_page: u64,
+    report: &mut CheckReport,
+    problems: &mut Vec<Problem>,
+) {
+    use ProblemKind as K;
     for pgno in FIRST_BITMAP_PAGE..next_page {
         if free_set.contains(&pgno) {
             continue;
@@ -724,115 +807,103 @@ where
             Err(e) => problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e)),
         }
     }
-    // 4. Reachability: what the trees (or the caller) use.
-    {
-        let pages = reachable(&rtx, &mut problems);
-        {
-            {
-                report.reachable_pages = pages.len() as u64;
-                let mut seen = HashSet::new();
-                for p in pages {
-                    if !seen.insert(p) {
-                        problems.push(Problem::new(
-                            K::Reachability,
-                            Some(p),
-                            None,
-                            format!("page {p} is reachable twice"),
-                        ));
-                    } else if p < FIRST_FREE_PAGE || p >= next_page || g.is_bitmap_page(p) {
-                        problems.push(Problem::new(
-                            K::Reachability,
-                            Some(p),
-                            None,
-                            format!("reachable page {p} is not an allocatable page"),
-                        ));
-                    } else if free_set.contains(&p) {
-                        problems.push(Problem::new(
-                            K::Reachability,
-                            Some(p),
-                            None,
-                            format!("reachable page {p} is marked free"),
-                        ));
-                    }
-                }
-                for p in FIRST_FREE_PAGE..next_page {
-                    if !g.is_bitmap_page(p) && !free_set.contains(&p) && !seen.contains(&p) {
-                        problems.push(Problem::new(
-                            K::Reachability,
-                            Some(p),
-                            None,
-                            format!("page {p} is in use but not reachable (leaked)"),
-                        ));
-                    }
-                }
-            }
+}
+
+/// `check`'s step 4: each reachable page is reached once, is allocatable and not marked free;
+/// every allocatable page neither free nor reachable is reported leaked.
+fn check_reachability(
+    pages: Vec<u64>,
+    free_set: &HashSet<u64>,
+    g: &Geometry,
+    next_page: u64,
+    report: &mut CheckReport,
+    problems: &mut Vec<Problem>,
+) {
+    use ProblemKind as K;
+    report.reachable_pages = pages.len() as u64;
+    let mut seen = HashSet::new();
+    for p in pages {
+        if !seen.insert(p) {
+            problems.push(Problem::new(K::Reachability, Some(p), None, format!("page {p} is reachable twice")));
+        } else if p < FIRST_FREE_PAGE || p >= next_page || g.is_bitmap_page(p) {
+            problems.push(Problem::new(
+                K::Reachability,
+                Some(p),
+                None,
+                format!("reachable page {p} is not an allocatable page"),
+            ));
+        } else if free_set.contains(&p) {
+            problems.push(Problem::new(K::Reachability, Some(p), None, format!("reachable page {p} is marked free")));
         }
     }
-    // 5. The journal chain after the header, and the journal files against the header and the
-    //    writer: every file's generation is one the writer has reached (a file ahead of it would
-    //    be taken for part of the log), the header's too, and the chain ends between the last
-    //    durable and the last committed transaction.
+    for p in FIRST_FREE_PAGE..next_page {
+        if !g.is_bitmap_page(p) && !free_set.contains(&p) && !seen.contains(&p) {
+            problems.push(Problem::new(
+                K::Reachability,
+                Some(p),
+                None,
+                format!("page {p} is in use but not reachable (leaked)"),
+            ));
+        }
+    }
+}
+
+/// `check`'s step 5: every journal file's generation is one the writer has reached (a file
+/// ahead of it would be taken for part of the log), the header's too, and the chain ends
+/// between the last durable and the last committed transaction.
+fn check_journal_chain(
+    core: &Core,
+    header: &Header,
+    committed_txid: u64,
+    report: &mut CheckReport,
+    problems: &mut Vec<Problem>,
+) {
+    use ProblemKind as K;
     let (durable, next_gen) = {
         let durable = core.journal.lock().durable_txid();
         (durable, core.space.lock().next_generation())
     };
     let storage = core.opts.storage.as_ref();
-    match recovery::list(storage, &core.journal_dir, false) {
-        Ok(paths) => {
-            if header.journal_gen > next_gen {
-                problems.push(Problem::new(
-                    K::Journal,
-                    None,
-                    None,
-                    format!(
-                        "header names journal generation {} but the writer is at generation {next_gen}",
-                        header.journal_gen
-                    ),
-                ));
+    let paths = match recovery::list(storage, &core.journal_dir, false) {
+        Ok(paths) => paths,
+        Err(e) => {
+            problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e));
+            return;
+        }
+    };
+    if header.journal_gen > next_gen {
+        problems.push(journal_problem(format!(
+            "header names journal generation {} but the writer is at generation {next_gen}",
+            header.journal_gen
+        )));
+    }
+    for g in paths.keys().filter(|g| **g >= next_gen) {
+        problems.push(journal_problem(format!(
+            "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
+            journal::file_name(*g)
+        )));
+    }
+    match recovery::scan(storage, &paths, header, |_, _| Ok(())) {
+        Ok(end) => {
+            report.journal_records = end.records;
+            if end.last_txid < durable {
+                problems.push(journal_problem(format!(
+                    "journal chain ends at transaction {} but transactions up to {durable} are durable",
+                    end.last_txid
+                )));
             }
-            for g in paths.keys().filter(|g| **g >= next_gen) {
-                problems.push(Problem::new(
-                    K::Journal,
-                    None,
-                    None,
-                    format!(
-                        "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
-                        journal::file_name(*g)
-                    ),
-                ));
-            }
-            match recovery::scan(storage, &paths, &header, |_, _| Ok(())) {
-                Ok(end) => {
-                    report.journal_records = end.records;
-                    if end.last_txid < durable {
-                        problems.push(Problem::new(
-                            K::Journal,
-                            None,
-                            None,
-                            format!(
-                                "journal chain ends at transaction {} but transactions up to {durable} are durable",
-                                end.last_txid
-                            ),
-                        ));
-                    }
-                    if end.last_txid > committed_txid {
-                        problems.push(Problem::new(
-                            K::Journal,
-                            None,
-                            None,
-                            format!(
-                                "journal chain reaches transaction {} past the last committed one, {committed_txid}",
-                                end.last_txid
-                            ),
-                        ));
-                    }
-                }
-                Err(e) => problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e)),
+            if end.last_txid > committed_txid {
+                problems.push(journal_problem(format!(
+                    "journal chain reaches transaction {} past the last committed one, {committed_txid}",
+                    end.last_txid
+                )));
             }
         }
         Err(e) => problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e)),
     }
-    drop(flush_state);
-    report.problems = problems;
-    Ok(report)
+}
+
+/// A problem of the journal as a whole (no page, no tree).
+fn journal_problem(detail: String) -> Problem {
+    Problem::new(ProblemKind::Journal, None, None, detail)
 }

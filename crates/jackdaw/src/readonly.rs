@@ -37,40 +37,11 @@ use std::sync::Arc;
 /// Open the database in `dir` read-only (see the module doc).
 pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let storage = opts.storage.clone();
-    let data_path = dir.join(DATA_FILE);
-    if !storage.exists(&data_path) {
-        return Err(Error::NotADatabase(format!(
-            "no Jackdaw database in {} (no {DATA_FILE}); a read-only open creates nothing",
-            dir.display()
-        )));
-    }
-    let lock = match storage.lock_shared(&data_path).ctx("lock database (shared)")? {
-        LockAttempt::Acquired(g) => g,
-        LockAttempt::Held { pid } => return Err(Error::Locked { path: dir.to_path_buf(), pid }),
-    };
-    let file = storage.open(&data_path, OpenMode::ReadOnly).ctx("open data file")?;
-    let header = DataFile::read_headers(file.as_ref())?;
+    let (lock, file, header, flen) = lock_and_open_shared(storage.as_ref(), dir)?;
     let ps = header.page_size as usize;
-    let flen = file.len().ctx("data file length")?;
-    if flen < header.next_page.saturating_mul(ps as u64) {
-        return Err(Error::corrupted(
-            None,
-            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
-        ));
-    }
     let journal_dir = dir.join(journal::DIR);
-
-    // Replay into the overlay: the same code and checks as a normal open, writes kept in memory.
-    let overlay = Arc::new(Overlay { base: file.clone(), pages: Mutex::new(BTreeMap::new()), len: Mutex::new(flen) });
     let replay_storage: Arc<dyn Storage> = Arc::new(ReadOnlyStorage { inner: storage.clone(), dir: dir.to_path_buf() });
-    let (end, paths) = {
-        let scratch = DataFile::open(overlay.clone(), ps)?;
-        recovery::replay(replay_storage.as_ref(), &journal_dir, &header, &scratch)?
-    };
-    // Keyed by offset in the overlay; by page number from here on.
-    let rebuilt: BTreeMap<u64, Vec<u8>> =
-        std::mem::take(&mut *overlay.pages.lock()).into_iter().map(|(off, b)| (off / ps as u64, b)).collect();
-    drop(overlay);
+    let (end, paths, rebuilt) = replay_in_memory(&file, flen, ps, replay_storage.as_ref(), &journal_dir, &header)?;
 
     let data = DataFile::open(file, ps)?;
     let counters = Arc::new(Counters::default());
@@ -128,6 +99,62 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         lock: Mutex::new(Some(lock)),
         opts,
     })
+}
+
+/// Read-only open's first step: the data file must exist; take its shared lock, open it
+/// read-only and read its header (checked against the file's length). Returns the lock, the
+/// file, the header and the file's length.
+#[allow(clippy::type_complexity)]
+fn lock_and_open_shared(
+    storage: &dyn Storage,
+    dir: &Path,
+) -> Result<(Box<dyn crate::storage::LockGuard>, Arc<dyn StorageFile>, crate::data::Header, u64)> {
+    let data_path = dir.join(DATA_FILE);
+    if !storage.exists(&data_path) {
+        return Err(Error::NotADatabase(format!(
+            "no Jackdaw database in {} (no {DATA_FILE}); a read-only open creates nothing",
+            dir.display()
+        )));
+    }
+    let lock = match storage.lock_shared(&data_path).ctx("lock database (shared)")? {
+        LockAttempt::Acquired(g) => g,
+        LockAttempt::Held { pid } => return Err(Error::Locked { path: dir.to_path_buf(), pid }),
+    };
+    let file = storage.open(&data_path, OpenMode::ReadOnly).ctx("open data file")?;
+    let header = DataFile::read_headers(file.as_ref())?;
+    let ps = header.page_size as usize;
+    let flen = file.len().ctx("data file length")?;
+    if flen < header.next_page.saturating_mul(ps as u64) {
+        return Err(Error::corrupted(
+            None,
+            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
+        ));
+    }
+    Ok((lock, file, header, flen))
+}
+
+/// Replay the journal after `header` into an overlay over `file` (the same code and checks as
+/// a normal open, writes kept in memory). Returns the scan's end, the journal files, and the
+/// rebuilt pages by page number.
+#[allow(clippy::type_complexity)]
+fn replay_in_memory(
+    file: &Arc<dyn StorageFile>,
+    flen: u64,
+    ps: usize,
+    replay_storage: &dyn Storage,
+    journal_dir: &Path,
+    header: &crate::data::Header,
+) -> Result<(recovery::ScanEnd, BTreeMap<u64, PathBuf>, BTreeMap<u64, Vec<u8>>)> {
+    let overlay = Arc::new(Overlay { base: file.clone(), pages: Mutex::new(BTreeMap::new()), len: Mutex::new(flen) });
+    let (end, paths) = {
+        let scratch = DataFile::open(overlay.clone(), ps)?;
+        recovery::replay(replay_storage, journal_dir, header, &scratch)?
+    };
+    // Keyed by offset in the overlay; by page number from here on.
+    let rebuilt: BTreeMap<u64, Vec<u8>> =
+        std::mem::take(&mut *overlay.pages.lock()).into_iter().map(|(off, b)| (off / ps as u64, b)).collect();
+    drop(overlay);
+    Ok((end, paths, rebuilt))
 }
 
 /// Per-section free counts from the bitmap pages (the rebuilt version of a page first).

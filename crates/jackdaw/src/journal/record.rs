@@ -267,40 +267,6 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
             None => new[i..e] == ZEROS[..e - i],
         }
     };
-    let word = |b: &[u8], i: usize| -> u64 {
-        let mut w = [0u8; 8];
-        let e = (i + 8).min(b.len());
-        w[..e - i].copy_from_slice(&b[i..e]);
-        u64::from_le_bytes(w)
-    };
-    let xor_at = |i: usize| -> u64 { word(new, i) ^ old.map_or(0, |o| word(o, i)) };
-    // First differing byte at or after `i` (one is known to exist before `n`).
-    let first_diff = |mut i: usize| -> usize {
-        loop {
-            let x = xor_at(i);
-            if x != 0 {
-                return i + (x.trailing_zeros() / 8) as usize;
-            }
-            i += 8;
-        }
-    };
-    // One past the last differing byte before `e` (one is known to exist after `lo`).
-    let last_diff = |e: usize, lo: usize| -> usize {
-        let mut i = (e - 1) & !7;
-        loop {
-            let mut x = xor_at(i);
-            if i + 8 > e {
-                x &= (1u64 << ((e - i) * 8)) - 1;
-            }
-            if x != 0 {
-                return i + 8 - (x.leading_zeros() / 8) as usize;
-            }
-            if i <= lo {
-                return lo + 1;
-            }
-            i -= 8;
-        }
-    };
     let mut i = 0;
     while i < n {
         if i % BIG == 0 && eq(i, BIG) {
@@ -311,13 +277,13 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
             i += B;
             continue;
         }
-        let a = first_diff(i);
+        let a = first_diff(new, old, i);
         let mut j = i;
         while j < n && !eq(j, B) {
             j += B;
         }
         let j = j.min(n);
-        let b = last_diff(j, a);
+        let b = last_diff(new, old, j, a);
         push_run(out, new, a, b);
         if out.len() - start_len > limit {
             return false;
@@ -325,6 +291,53 @@ fn diff_into(out: &mut Vec<u8>, new: &[u8], old: Option<&[u8]>, limit: usize) ->
         i = j;
     }
     true
+}
+
+/// The 8 bytes of `b` from `i` (zeros past its end) as a little-endian word.
+#[inline]
+fn word_at(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    let e = (i + 8).min(b.len());
+    w[..e - i].copy_from_slice(&b[i..e]);
+    u64::from_le_bytes(w)
+}
+
+/// The XOR of `new` and `old` (zeros if `None`) over the 8 bytes from `i`: non-zero where they
+/// differ.
+#[inline]
+fn xor_at(new: &[u8], old: Option<&[u8]>, i: usize) -> u64 {
+    word_at(new, i) ^ old.map_or(0, |o| word_at(o, i))
+}
+
+/// `diff_into`'s first differing byte at or after `i` (one is known to exist before the end).
+#[inline]
+fn first_diff(new: &[u8], old: Option<&[u8]>, mut i: usize) -> usize {
+    loop {
+        let x = xor_at(new, old, i);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+}
+
+/// `diff_into`'s one past the last differing byte before `e` (one is known to exist after `lo`).
+#[inline]
+fn last_diff(new: &[u8], old: Option<&[u8]>, e: usize, lo: usize) -> usize {
+    let mut i = (e - 1) & !7;
+    loop {
+        let mut x = xor_at(new, old, i);
+        if i + 8 > e {
+            x &= (1u64 << ((e - i) * 8)) - 1;
+        }
+        if x != 0 {
+            return i + 8 - (x.leading_zeros() / 8) as usize;
+        }
+        if i <= lo {
+            return lo + 1;
+        }
+        i -= 8;
+    }
 }
 
 #[cfg(test)]

@@ -432,14 +432,34 @@ pub(crate) fn replay(
             record::apply(&e, page)
         })
     })?;
-    // Every rebuilt page must verify once its last record is applied: pages are sealed at
-    // commit, so damage in a base page outside the replayed ranges is caught here.
-    for (pgno, page) in &pages {
+    verify_rebuilt_pages(&pages)?;
+    verify_written_once(data, file_pages, &written_once)?;
+    check_unnamed_pages_free(data, file_pages, header.next_page, end.next_page, &pages, &written_once)?;
+    // Justified now: grow the file to the recovered high-water mark (usually a no-op: commits
+    // grow it durably before writing their records).
+    data.ensure_pages(end.next_page)?;
+    for (pgno, buf) in &pages {
+        data.write_page(*pgno, buf)?;
+    }
+    Ok((end, paths))
+}
+
+/// Every rebuilt page must verify once its last record is applied: pages are sealed at
+/// commit, so damage in a base page outside the replayed ranges is caught here.
+fn verify_rebuilt_pages(pages: &BTreeMap<u64, Vec<u8>>) -> Result<()> {
+    for (pgno, page) in pages {
         crate::data::page::verify(page, *pgno).map_err(|err| {
             Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
         })?;
     }
-    for (&pgno, &sum) in &written_once {
+    Ok(())
+}
+
+/// Every page written once before its journal record (page number to the record's checksum)
+/// lies within the data file (`file_pages` long), and matches the checksum and verifies there.
+fn verify_written_once(data: &DataFile, file_pages: u64, written_once: &HashMap<u64, u64>) -> Result<()> {
+    let ps = data.page_size;
+    for (&pgno, &sum) in written_once {
         let mut buf = vec![0u8; ps];
         if pgno >= file_pages {
             return Err(Error::corrupted(
@@ -455,14 +475,7 @@ pub(crate) fn replay(
             ));
         }
     }
-    check_unnamed_pages_free(data, file_pages, header.next_page, end.next_page, &pages, &written_once)?;
-    // Justified now: grow the file to the recovered high-water mark (usually a no-op: commits
-    // grow it durably before writing their records).
-    data.ensure_pages(end.next_page)?;
-    for (pgno, buf) in &pages {
-        data.write_page(*pgno, buf)?;
-    }
-    Ok((end, paths))
+    Ok(())
 }
 
 /// The high-water mark rule of recovery: every page in `[from, to)` (pages allocated after the

@@ -392,26 +392,7 @@ fn split_page<W: PageWrite + ?Sized>(
             (n.count(), n.level())
         };
         if rightmost && idx == count && count > 0 {
-            let leaf = level == 0;
-            let sep = entry_key(&new, leaf).to_vec();
-            let entry = if leaf {
-                new
-            } else {
-                let child = node::u64_at(&new, 2)?;
-                let mut e = vec![0u8; node::branch_entry_size(b"")];
-                node::write_branch_entry(&mut e, b"", child);
-                e
-            };
-            let right = w.alloc(if leaf { PageKind::Leaf } else { PageKind::Branch })?;
-            let rp = w.page_mut(right)?;
-            node::init(rp, level);
-            node::fill(rp, &[&entry])?;
-            if leaf {
-                desc.leaf_pages += 1;
-            } else {
-                desc.branch_pages += 1;
-            }
-            return Ok((pgno, sep, right));
+            return append_to_new_page(w, desc, pgno, new, level);
         }
     }
     // One copy of the page; entries are slices of it (no allocation per entry).
@@ -432,14 +413,7 @@ fn split_page<W: PageWrite + ?Sized>(
     let m = split_point(&sizes, append, ps - node::SLOTS)?;
     let sep = entry_key(entries[m], leaf).to_vec();
     // The right branch's first key is implicit (minus infinity): store it empty.
-    let implicit = if leaf {
-        Vec::new()
-    } else {
-        let child = node::u64_at(entries[m], 2)?;
-        let mut e = vec![0u8; node::branch_entry_size(b"")];
-        node::write_branch_entry(&mut e, b"", child);
-        e
-    };
+    let implicit = if leaf { Vec::new() } else { implicit_first_entry(entries[m])? };
     if !leaf {
         entries[m] = &implicit;
     }
@@ -461,6 +435,41 @@ fn split_page<W: PageWrite + ?Sized>(
         desc.branch_pages += 1;
     }
     Ok((pgno, sep, right))
+}
+
+/// `split_page`'s sequential append: page `pgno` (at `level`) stays as it is and entry `new`
+/// starts a new right page alone. Returns (left, separator, right).
+#[inline]
+fn append_to_new_page<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    pgno: u64,
+    new: Vec<u8>,
+    level: u16,
+) -> Result<(u64, Vec<u8>, u64)> {
+    let leaf = level == 0;
+    let sep = entry_key(&new, leaf).to_vec();
+    let entry = if leaf { new } else { implicit_first_entry(&new)? };
+    let right = w.alloc(if leaf { PageKind::Leaf } else { PageKind::Branch })?;
+    let rp = w.page_mut(right)?;
+    node::init(rp, level);
+    node::fill(rp, &[&entry])?;
+    if leaf {
+        desc.leaf_pages += 1;
+    } else {
+        desc.branch_pages += 1;
+    }
+    Ok((pgno, sep, right))
+}
+
+/// Branch entry `e` as the first entry of a branch page: same child, key stored empty (the
+/// first key of a branch is implicit, minus infinity).
+#[inline]
+fn implicit_first_entry(e: &[u8]) -> Result<Vec<u8>> {
+    let child = node::u64_at(e, 2)?;
+    let mut out = vec![0u8; node::branch_entry_size(b"")];
+    node::write_branch_entry(&mut out, b"", child);
+    Ok(out)
 }
 
 fn insert_into_parent<W: PageWrite + ?Sized>(
@@ -539,28 +548,13 @@ fn rebalance<W: PageWrite + ?Sized>(
             (n.used(), n.count(), n.is_leaf(), fc)
         };
         if path.is_empty() {
-            if leaf && count == 0 {
-                w.free(pg)?;
-                desc.leaf_pages -= 1;
-                desc.root = 0;
-                desc.depth = 0;
-                cache.clear_tree(desc.id);
-            } else if !leaf && count == 0 {
-                w.free(pg)?;
-                desc.branch_pages -= 1;
-                desc.root = 0;
-                desc.depth = 0;
-                cache.clear_tree(desc.id);
-            } else if !leaf && count == 1 {
-                w.free(pg)?;
-                desc.branch_pages -= 1;
-                desc.root = first_child;
-                desc.depth -= 1;
-                cache.clear_tree(desc.id);
-                pg = first_child;
-                continue;
+            match shrink_root(w, desc, cache, pg, leaf, count, first_child)? {
+                Some(child) => {
+                    pg = child;
+                    continue;
+                }
+                None => return Ok(()),
             }
-            return Ok(());
         }
         if count == 0 {
             // An empty page leaves its parent, whether or not a sibling could take it in (a
@@ -580,54 +574,107 @@ fn rebalance<W: PageWrite + ?Sized>(
         if used >= cap / 4 {
             return Ok(());
         }
-        let (ppg, ci) = *path.last().expect("non-empty");
-        let (lpg, rpg, ri, sep) = {
-            let parent = w.page(ppg)?;
-            let pn = Node::new(&parent);
-            if pn.count() < 2 {
-                return Ok(());
-            }
-            let (li, ri) = if ci > 0 { (ci - 1, ci) } else { (0, 1) };
-            (pn.child(li)?, pn.child(ri)?, ri, pn.key(ri)?.to_vec())
-        };
-        let mut right_entries = {
-            let page = w.page(rpg)?;
-            let n = Node::new(&page);
-            (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
-        };
-        if !leaf {
-            // The right page's implicit first key becomes the separator from the parent.
-            if let Some(first) = right_entries.first_mut() {
-                let child = node::u64_at(first, 2)?;
-                let mut e = vec![0u8; node::branch_entry_size(&sep)];
-                node::write_branch_entry(&mut e, &sep, child);
-                *first = e;
-            }
+        match merge_with_sibling(w, desc, cache, &mut path, leaf, cap)? {
+            Some(parent) => pg = parent,
+            None => return Ok(()),
         }
-        let lused = Node::new(&w.page(lpg)?).used();
-        let rsize: usize = right_entries.iter().map(|e| e.len() + 2).sum();
-        if lused + rsize > cap {
-            return Ok(());
-        }
-        {
-            let lp = w.page_mut(lpg)?;
-            node::compact(lp)?;
-            let base = Node::new(lp).count();
-            for (k, e) in right_entries.drain(..).enumerate() {
-                node::insert_raw(lp, base + k, e.len(), |d| d.copy_from_slice(&e))?;
-            }
-        }
-        w.free(rpg)?;
-        if leaf {
-            desc.leaf_pages -= 1;
-        } else {
-            desc.branch_pages -= 1;
-        }
-        node::remove(w.page_mut(ppg)?, ri)?;
-        cache.clear_tree(desc.id);
-        path.pop();
-        pg = ppg;
     }
+}
+
+/// `rebalance` at the root `pg`: an empty root empties the tree; a branch root with one child
+/// gives way to that child, which is returned (to rebalance next); otherwise nothing changes.
+#[inline]
+fn shrink_root<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    pg: u64,
+    leaf: bool,
+    count: usize,
+    first_child: u64,
+) -> Result<Option<u64>> {
+    if leaf && count == 0 {
+        w.free(pg)?;
+        desc.leaf_pages -= 1;
+        desc.root = 0;
+        desc.depth = 0;
+        cache.clear_tree(desc.id);
+    } else if !leaf && count == 0 {
+        w.free(pg)?;
+        desc.branch_pages -= 1;
+        desc.root = 0;
+        desc.depth = 0;
+        cache.clear_tree(desc.id);
+    } else if !leaf && count == 1 {
+        w.free(pg)?;
+        desc.branch_pages -= 1;
+        desc.root = first_child;
+        desc.depth -= 1;
+        cache.clear_tree(desc.id);
+        return Ok(Some(first_child));
+    }
+    Ok(None)
+}
+
+/// `rebalance` of an underfull page, the last of `path`: merge it with a sibling (the right
+/// page into the left) when the parent has two children or more and both fit in one page.
+/// Returns the parent (to rebalance next), or `None` if nothing was merged.
+#[inline]
+fn merge_with_sibling<W: PageWrite + ?Sized>(
+    w: &mut W,
+    desc: &mut TreeDesc,
+    cache: &mut LeafCache,
+    path: &mut Path,
+    leaf: bool,
+    cap: usize,
+) -> Result<Option<u64>> {
+    let (ppg, ci) = *path.last().expect("non-empty");
+    let (lpg, rpg, ri, sep) = {
+        let parent = w.page(ppg)?;
+        let pn = Node::new(&parent);
+        if pn.count() < 2 {
+            return Ok(None);
+        }
+        let (li, ri) = if ci > 0 { (ci - 1, ci) } else { (0, 1) };
+        (pn.child(li)?, pn.child(ri)?, ri, pn.key(ri)?.to_vec())
+    };
+    let mut right_entries = {
+        let page = w.page(rpg)?;
+        let n = Node::new(&page);
+        (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
+    };
+    if !leaf {
+        // The right page's implicit first key becomes the separator from the parent.
+        if let Some(first) = right_entries.first_mut() {
+            let child = node::u64_at(first, 2)?;
+            let mut e = vec![0u8; node::branch_entry_size(&sep)];
+            node::write_branch_entry(&mut e, &sep, child);
+            *first = e;
+        }
+    }
+    let lused = Node::new(&w.page(lpg)?).used();
+    let rsize: usize = right_entries.iter().map(|e| e.len() + 2).sum();
+    if lused + rsize > cap {
+        return Ok(None);
+    }
+    {
+        let lp = w.page_mut(lpg)?;
+        node::compact(lp)?;
+        let base = Node::new(lp).count();
+        for (k, e) in right_entries.drain(..).enumerate() {
+            node::insert_raw(lp, base + k, e.len(), |d| d.copy_from_slice(&e))?;
+        }
+    }
+    w.free(rpg)?;
+    if leaf {
+        desc.leaf_pages -= 1;
+    } else {
+        desc.branch_pages -= 1;
+    }
+    node::remove(w.page_mut(ppg)?, ri)?;
+    cache.clear_tree(desc.id);
+    path.pop();
+    Ok(Some(ppg))
 }
 
 /// Free every page of a tree (branches, leaves and overflow chains).

@@ -35,42 +35,36 @@ pub(crate) fn flush_once(core: &Arc<Core>) -> Result<()> {
     r
 }
 
-fn flush_inner(core: &Arc<Core>) -> Result<()> {
-    let mut header = core.flush_state.lock();
-    if let Some(m) = core.poisoned.lock().as_ref() {
-        return Err(Error::Poisoned(m.clone()));
+/// Choose the flush target (the last committed transaction, or the oldest live snapshot if
+/// older) and register it as a reader, under the readers lock, so that the page versions the
+/// flush writes are not dropped by commits meanwhile (page_table invariant 4). Returns the
+/// target and its reader slot.
+fn pin_flush_target(core: &Core) -> Result<(u64, usize)> {
+    let mut r = core.readers.lock();
+    // After `close` has finished (its own final flush runs before), the locks may be gone.
+    if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(Error::Closed);
     }
-    let t0 = Instant::now();
-    // The target is registered as a reader while the flush runs, so that the page versions it
-    // writes are not dropped by commits meanwhile (page_table invariant 4).
-    let (target, slot) = {
-        let mut r = core.readers.lock();
-        // After `close` has finished (its own final flush runs before), the locks may be gone.
-        if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        let last = core.committed().txid;
-        let t = r.oldest().map_or(last, |o| o.min(last));
-        (t, r.add(t, core.opts.clock.now()))
-    };
-    struct Unregister<'a>(&'a Core, usize);
-    impl Drop for Unregister<'_> {
-        fn drop(&mut self) {
-            let mut r = self.0.readers.lock();
-            r.remove(self.1);
-            self.0.release_lock_if_idle(&r);
-        }
+    let last = core.committed().txid;
+    let t = r.oldest().map_or(last, |o| o.min(last));
+    Ok((t, r.add(t, core.opts.clock.now())))
+}
+
+/// Unregisters the flush target's reader slot when the flush ends, however it ends.
+struct Unregister<'a>(&'a Core, usize);
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        let mut r = self.0.readers.lock();
+        r.remove(self.1);
+        self.0.release_lock_if_idle(&r);
     }
-    let _pin = Unregister(core, slot);
-    if target <= header.flushed_txid {
-        return Ok(());
-    }
-    core.journal_bytes_at_flush
-        .store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
-    Journal::make_durable(&core.journal, target)?;
-    // Pages changed in (flushed, target], and where the log stands after target. Only copied
-    // under the log's lock (commits push to it): sorted outside (building an ordered set there
-    // held commits up to ~10 ms per flush of 60,000 pages).
+}
+
+/// Pages changed in (flushed, target], sorted and deduplicated, and where the log stands
+/// after target (the high-water mark and the journal position).
+fn pages_to_flush(core: &Core, target: u64) -> Result<(Vec<u64>, u64, crate::journal::JournalPos)> {
+    // Only copied under the log's lock (commits push to it): sorted outside (building an
+    // ordered set there held commits up to ~10 ms per flush of 60,000 pages).
     let (mut pages, last) = {
         let log = core.txlog.lock();
         let mut pages: Vec<u64> = Vec::new();
@@ -93,9 +87,14 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     };
     pages.sort_unstable();
     pages.dedup();
-    let mut kinds = PagesByKind::default();
+    Ok((pages, next_page, journal_end))
+}
+
+/// Write each page's version as of `target` to the data file, counting their kinds in
+/// `kinds`; returns the bytes written. Runs of consecutive pages are coalesced into one
+/// vectored write (pages were sealed at commit).
+fn write_page_runs(core: &Core, pages: &[u64], target: u64, kinds: &mut PagesByKind) -> Result<u64> {
     let mut bytes = 0u64;
-    // Coalesce runs of consecutive pages into one vectored write (pages were sealed at commit).
     let mut i = 0;
     while i < pages.len() {
         let mut bufs = Vec::new();
@@ -117,6 +116,26 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;
     }
+    Ok(bytes)
+}
+
+fn flush_inner(core: &Arc<Core>) -> Result<()> {
+    let mut header = core.flush_state.lock();
+    if let Some(m) = core.poisoned.lock().as_ref() {
+        return Err(Error::Poisoned(m.clone()));
+    }
+    let t0 = Instant::now();
+    let (target, slot) = pin_flush_target(core)?;
+    let _pin = Unregister(core, slot);
+    if target <= header.flushed_txid {
+        return Ok(());
+    }
+    core.journal_bytes_at_flush
+        .store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
+    Journal::make_durable(&core.journal, target)?;
+    let (pages, next_page, journal_end) = pages_to_flush(core, target)?;
+    let mut kinds = PagesByKind::default();
+    let bytes = write_page_runs(core, &pages, target, &mut kinds)?;
     if !pages.is_empty() {
         // (Pages written once were synced by their own commit.)
         core.data.sync(SyncSite::DataFlush)?;

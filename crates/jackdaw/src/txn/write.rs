@@ -494,15 +494,7 @@ impl PageTxn {
         let txid = self.base.txid + 1;
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
         pgnos.sort_unstable();
-        // Seal every page, counting them by kind on the way (one pass over the dirty pages).
-        let mut kinds = PagesByKind::default();
-        for s in self.streamed.values() {
-            kinds.count(s.kind);
-        }
-        for (p, d) in self.dirty.iter_mut() {
-            page::seal(unique(&mut d.buf)?, *p, txid);
-            kinds.count(page::page_kind(&d.buf));
-        }
+        let kinds = self.seal_pages(txid)?;
         // Growth is durable before the record that needs it; a full disk fails here, harmlessly
         // (a failed sync poisons).
         ensure_pages(&core, self.next_page)?;
@@ -521,31 +513,80 @@ impl PageTxn {
                 stats,
             )
         } else {
-            let mut payload = PayloadBuilder::default();
-            self.encode_entries(&pgnos, &once, &mut payload, &mut |_| Ok(()))?;
-            let stats = CommitStats {
-                txid: crate::ids::TxId::new(txid),
-                pages: pgnos.len() + self.streamed.len(),
-                written_once_pages: once.len() + self.streamed.len(),
-                spilled_pages: self.spilled as usize,
-                pages_by_kind: kinds,
-                journal_bytes_full: payload.full_bytes,
-                journal_bytes_raw: payload.buf.len() as u64,
-                journal_bytes_written: 0,
-                time: std::time::Duration::ZERO,
-            };
-            let payload = record::compress(payload, core.opts.max_record_bytes)?;
-            // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
-            // A full disk or no descriptor fails this commit alone; nothing is published yet.
-            let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
-                if e.poison {
-                    core.poison(&e.error);
-                }
-                e.error
-            })?;
-            (Record::Framed(slot, payload), stats)
+            self.framed_record(txid, &pgnos, &once, kinds)?
         };
         pgnos.retain(|p| !once.contains(p));
+        self.publish_prepared(txid, pgnos, &once);
+        Ok(Prepared {
+            core,
+            txid: Some(txid),
+            base: self.base.txid,
+            next_page: self.next_page,
+            payload: Some(rec),
+            durability: self.durability,
+            stats,
+            t0,
+            done: false,
+        })
+    }
+
+    /// Seal every page (number, txid, checksum), counting them by kind on the way (one pass
+    /// over the dirty pages; streamed pages are counted too).
+    #[inline]
+    fn seal_pages(&mut self, txid: u64) -> Result<PagesByKind> {
+        let mut kinds = PagesByKind::default();
+        for s in self.streamed.values() {
+            kinds.count(s.kind);
+        }
+        for (p, d) in self.dirty.iter_mut() {
+            page::seal(unique(&mut d.buf)?, *p, txid);
+            kinds.count(page::page_kind(&d.buf));
+        }
+        Ok(kinds)
+    }
+
+    /// The journal record of a commit built in memory: the entries encoded and compressed, and
+    /// its room in the journal reserved. Returns the record and the commit's statistics.
+    #[inline]
+    fn framed_record(
+        &self,
+        txid: u64,
+        pgnos: &[u64],
+        once: &HashSet<u64>,
+        kinds: PagesByKind,
+    ) -> Result<(Record, CommitStats)> {
+        let core = &self.core;
+        let mut payload = PayloadBuilder::default();
+        self.encode_entries(pgnos, once, &mut payload, &mut |_| Ok(()))?;
+        let stats = CommitStats {
+            txid: crate::ids::TxId::new(txid),
+            pages: pgnos.len() + self.streamed.len(),
+            written_once_pages: once.len() + self.streamed.len(),
+            spilled_pages: self.spilled as usize,
+            pages_by_kind: kinds,
+            journal_bytes_full: payload.full_bytes,
+            journal_bytes_raw: payload.buf.len() as u64,
+            journal_bytes_written: 0,
+            time: std::time::Duration::ZERO,
+        };
+        let payload = record::compress(payload, core.opts.max_record_bytes)?;
+        // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
+        // A full disk or no descriptor fails this commit alone; nothing is published yet.
+        let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
+            if e.poison {
+                core.poison(&e.error);
+            }
+            e.error
+        })?;
+        Ok((Record::Framed(slot, payload), stats))
+    }
+
+    /// Publish the journaled pages `pgnos` as transaction `txid`'s versions (invisible until
+    /// `finish`), recycle the buffers of the pages written `once`, and record the transaction
+    /// in the log, the allocator summary and the prepared position. Nothing here can fail.
+    #[inline]
+    fn publish_prepared(&mut self, txid: u64, pgnos: Vec<u64>, once: &HashSet<u64>) {
+        let core = &self.core;
         let versions: Vec<(u64, PageBuf)> =
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
@@ -566,17 +607,6 @@ impl PageTxn {
         });
         *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
         *core.prepared.lock() = Committed { txid, next_page: self.next_page };
-        Ok(Prepared {
-            core,
-            txid: Some(txid),
-            base: self.base.txid,
-            next_page: self.next_page,
-            payload: Some(rec),
-            durability: self.durability,
-            stats,
-            t0,
-            done: false,
-        })
     }
 }
 
@@ -749,13 +779,20 @@ impl PageTxn {
         if at != end || first.len() as u64 != first_end - slot.offset {
             return Err(Error::Invalid("internal: a streamed record does not fill its reservation".into()));
         }
-        match rec.finish() {
-            Some((_, head)) if pb.count == count => {
-                first[..record::HEADER_LEN].copy_from_slice(&head);
-                Ok(first)
-            }
-            _ => Err(Error::Invalid("internal: the two passes over a streamed record disagree".into())),
+        header_into_first_block(rec, first, pb.count == count)
+    }
+}
+
+/// The end of `stream_payload`: the record's header (with its checksum) into the first block,
+/// provided both passes over the entries agreed (`same_count`) and the payload was hashed whole.
+#[inline]
+fn header_into_first_block(rec: record::StreamedRecord, mut first: Vec<u8>, same_count: bool) -> Result<Vec<u8>> {
+    match rec.finish() {
+        Some((_, head)) if same_count => {
+            first[..record::HEADER_LEN].copy_from_slice(&head);
+            Ok(first)
         }
+        _ => Err(Error::Invalid("internal: the two passes over a streamed record disagree".into())),
     }
 }
 
