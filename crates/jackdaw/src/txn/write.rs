@@ -444,7 +444,8 @@ impl PageTxn {
     }
 
     /// Pages written once at commit (DESIGN.md §2.11): pages appended by this transaction past
-    /// the committed high-water mark are needed by no snapshot (none can reach them) and by no
+    /// the base's high-water mark (the transaction it was built on, prepared or committed) are
+    /// needed by no snapshot (none can reach them) and by no
     /// recovery (no earlier record names them). When there are at least `write_once_min_pages` of
     /// them they go straight to the data file, synced (with any streamed pages) before the
     /// journal record, which then carries only their checksums. Returns the set written.
@@ -470,10 +471,12 @@ impl PageTxn {
         Ok(once)
     }
 
-    /// The first half of a commit, under the writer lock: seal the pages (number, txid, checksum), grow the file, write
-    /// pages once, build and compress the journal payload, and publish the page versions to the
-    /// page table, invisible to snapshots until `finish`. Releases the writer lock, so the next
-    /// transaction can be built on this one while its record is written (pipelined commit).
+    /// The first half of a commit, under the writer lock: seal the pages (number, txid,
+    /// checksum), grow the file, write pages once, build and compress the journal payload (or
+    /// stream it), reserve the record's place in the journal (the last step that can fail), and
+    /// publish the page versions to the page table, invisible to snapshots until `finish`.
+    /// Releases the writer lock, so the next transaction can be built on this one while its
+    /// record is written (pipelined commit).
     pub(crate) fn prepare(mut self) -> Result<Prepared> {
         let core = self.core.clone();
         let t0 = std::time::Instant::now();
