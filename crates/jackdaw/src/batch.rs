@@ -337,7 +337,7 @@ fn fill_transaction(core: &Arc<Core>, m: &Merger, tx: &mut WriteTxn) -> (Vec<Syn
                 let _ = p.done.send(Err(failed.clone().expect("set")));
                 continue;
             }
-            match validate(tx, core.db_id, &p.batch) {
+            match validate(tx, core.db_id(), &p.batch) {
                 Err(e) => {
                     let _ = p.done.send(Err(e));
                 }

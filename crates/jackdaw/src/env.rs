@@ -9,18 +9,15 @@ use crate::error::IoContext;
 use crate::ids::TxId;
 use crate::journal::{self, recovery, Journal, Space};
 use crate::options::{FlusherMode, Options};
-use crate::stats::{CheckReport, Counters, Problem, ProblemKind, ReaderInfo, Stats};
-use crate::storage::{JournalIo, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
+use crate::stats::{CheckReport, Counters, Problem, ProblemKind, Stats};
+use crate::storage::{LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
 use crate::sync::thread::JoinHandle;
-use crate::sync::AtomicBool;
-use crate::sync::{Condvar, Mutex};
-use crate::txn::alloc::{any_set_from, count_set_bits, AllocSummary, Geometry};
-use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
+use crate::sync::Mutex;
+use crate::txn::alloc::{count_set_bits, AllocSummary, Geometry};
+use crate::txn::core::{Committed, Core, Opened};
 use crate::txn::{flusher, page_table::PageTable};
 use crate::{Error, Result};
-use std::collections::{HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::data::DATA_FILE;
@@ -53,13 +50,13 @@ impl Handle {
         if let Some(m) = self.merger.lock().take() {
             m.stop();
         }
-        close(&self.core, &self.flusher)
+        crate::txn::close::close(&self.core, &self.flusher)
     }
 }
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Env({})", self.handle.core.dir.display())
+        write!(f, "Env({})", self.handle.core.dir().display())
     }
 }
 
@@ -73,7 +70,7 @@ impl Env {
         } else {
             open_core(path.as_ref(), opts)?
         });
-        let flusher = if core.opts.flusher == FlusherMode::Background && !core.opts.read_only {
+        let flusher = if core.opts().flusher == FlusherMode::Background && !core.opts().read_only {
             let c = core.clone();
             let h = crate::sync::thread::Builder::new()
                 .name("jackdaw-flusher".into())
@@ -108,14 +105,14 @@ impl Env {
     /// Move every committed page version that no snapshot still needs into the data file, sync it
     /// and write the header (on the caller's thread).
     pub fn flush(&self) -> Result<()> {
-        if self.core().closed.load(Ordering::Acquire) {
+        if self.core().is_closed() {
             return Err(Error::Closed);
         }
         // Inside `check_with`'s callback this thread holds the flush lock (a `WriteTxn` does not).
         if crate::txn::write::checking_on_this_thread(self.core()) {
             return Err(Error::Busy(crate::txn::write::CHECKING_ON_THIS_THREAD));
         }
-        if self.core().opts.read_only {
+        if self.core().opts().read_only {
             // Nothing is ever written: nothing to flush.
             return Ok(());
         }
@@ -147,14 +144,14 @@ impl Env {
             BatchHandle::ready(rx)
         };
         let core = self.core();
-        if core.closed.load(Ordering::Acquire) {
+        if core.is_closed() {
             return refuse(Error::Closed);
         }
         if let Err(e) = crate::txn::write::refuse_if_held(core) {
             return refuse(e);
         }
-        if core.opts.read_only {
-            return refuse(Error::ReadOnly(core.dir.clone()));
+        if core.opts().read_only {
+            return refuse(Error::ReadOnly(core.dir().to_path_buf()));
         }
         let mut m = self.handle.merger.lock();
         if m.is_none() {
@@ -171,7 +168,7 @@ impl Env {
 
     /// The database directory.
     pub fn path(&self) -> &Path {
-        &self.core().dir
+        self.core().dir()
     }
 
     /// Make every committed transaction durable: every transaction whose `commit()` has
@@ -199,31 +196,12 @@ impl Env {
     /// # Ok::<(), jackdaw::Error>(())
     /// ```
     pub fn sync(&self) -> Result<TxId> {
-        let core = self.core();
-        if core.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if let Some(why) = core.poisoned.lock().clone() {
-            return Err(Error::Poisoned(why));
-        }
-        let target = core.committed().txid;
-        if core.opts.read_only {
-            // Every transaction it sees is durable already (in the data file or the journal).
-            return Ok(TxId::new(target));
-        }
-        {
-            let j = core.journal.lock();
-            if j.failed() {
-                return Err(Error::Poisoned("an earlier journal write failed".into()));
-            }
-        }
-        Journal::make_durable(&core.journal, target).inspect_err(|e| core.poison(e))?;
-        Ok(TxId::new(core.journal.lock().durable_txid()))
+        self.core().sync_committed().map(TxId::new)
     }
 
     /// A picture of the environment.
     pub fn stats(&self) -> Stats {
-        stats(self.core())
+        crate::txn::stats::stats(self.core())
     }
 
     /// Verify the whole database: header slots, every page in use (checksum, number, kind), the
@@ -234,8 +212,8 @@ impl Env {
     /// `Err` only when the check could not run: I/O error, closed, poisoned, or `Busy` (this
     /// thread holds the write transaction).
     pub fn check(&self) -> Result<CheckReport> {
-        check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<Problem>| {
-            crate::api::catalog::reachable(&*rtx.snap, problems)
+        crate::txn::check::check(self.core(), |snap, problems: &mut Vec<Problem>| {
+            crate::api::catalog::reachable(&**snap, problems)
         })
     }
 
@@ -247,7 +225,7 @@ impl Env {
         where
             F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
         {
-            check(self.core(), |rtx: &ReadTxn, problems: &mut Vec<Problem>| match reachable(rtx) {
+            crate::txn::check::check(self.core(), |snap, problems: &mut Vec<Problem>| match reachable(&ReadTxn::from_snapshot(snap.clone())) {
                 Ok(v) => v,
                 Err(e) => {
                     problems.push(Problem::from_error(ProblemKind::Reachability, None, None, "walking reachable pages: ", &e));
@@ -256,78 +234,6 @@ impl Env {
             })
         }
     }
-}
-
-/// What `close` says when transactions still hold the environment's locks.
-const STILL_LOCKED: &str = "closed, but read or write transactions of this Env are still open; the database stays \
-                            locked until the last of them ends";
-
-fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
-    // Let an active write transaction of another thread finish first (unless this thread holds
-    // it: it would wait for itself; that transaction's commit then fails with `Closed`).
-    let writer = if crate::txn::write::held_by_this_thread(core) { None } else { Some(core.writer.lock()) };
-    if core.closed.swap(true, Ordering::AcqRel) {
-        // Closed already: `Ok` only if nothing failed (a failed write must never read as `Ok`).
-        return match core.poisoned.lock().as_ref() {
-            Some(m) => Err(Error::Poisoned(m.clone())),
-            None if core.lock.lock().is_some() && core.close_done.load(Ordering::Acquire) => {
-                Err(Error::Busy(STILL_LOCKED))
-            }
-            None => Ok(()),
-        };
-    }
-    drop(writer);
-    let r = if core.opts.read_only { Ok(()) } else { close_files(core, flusher) };
-    // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
-    let readers = core.readers.lock();
-    core.close_done.store(true, Ordering::Release);
-    let released = core.release_lock_if_idle(&readers);
-    drop(readers);
-    match r {
-        Ok(()) if !released => Err(Error::Busy(STILL_LOCKED)),
-        r => r,
-    }
-}
-
-/// The work of `close` after refusing new transactions: the last commits' records, the
-/// flusher's stop, the final flush and journal sync.
-fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
-    // Commits prepared before the close get their records written (pipelined commits).
-    {
-        let mut j = core.journal.lock();
-        let prepared = core.prepared.lock().txid;
-        core.journal_cv
-            .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
-    }
-    if let Some(h) = flusher.lock().take() {
-        core.flusher_ctl.lock().stop = true;
-        core.flusher_cv.notify_all();
-        let _ = h.join();
-    }
-    core.space.lock().discard_spare();
-    if core.poisoned.lock().is_some() {
-        return Err(Error::Poisoned("closed after a write failure".into()));
-    }
-    flusher::flush_once(core)?;
-    let last = core.committed().txid;
-    // A failed journal write or sync poisons, here too (so that a second `close` is not `Ok`).
-    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))?;
-    // Everything is in the data file (unless a live snapshot held the flush back): the journal's
-    // files are of no further use, so a closed database is its data file alone. No directory
-    // sync: a file that comes back after a power loss holds only flushed records, and opening
-    // retires it (DURABILITY §3).
-    if core.flushed_txid.load(Ordering::Acquire) >= last {
-        let doomed = core.space.lock().release_all(last);
-        doomed.remove().inspect_err(|e| core.poison(e))?;
-        // The growth slack goes back to the file system when nothing maps the old length: no
-        // snapshot alive (checked under the readers mutex; none can begin, the environment is
-        // closed) and no write transaction on this thread.
-        let readers = core.readers.lock();
-        if readers.live() == 0 && !crate::txn::write::held_by_this_thread(core) {
-            core.data.trim_to(core.committed().next_page).inspect_err(|e| core.poison(e))?;
-        }
-    }
-    Ok(())
 }
 
 fn new_db_id(opts: &Options) -> u64 {
@@ -400,7 +306,6 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     // Recovery: replay the log after the header into the data file.
     let (max_gen, recyclable) =
         recover(storage.as_ref(), &journal_dir, &mut header, &data, &counters, opts.journal_files_kept)?;
-    let ps = header.page_size as usize;
     let alloc = load_alloc(&data, &header)?;
     let journal = Journal::new(header.db_id, counters.clone(), header.flushed_txid);
     let space = Space::new(
@@ -415,36 +320,20 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         opts.flusher == FlusherMode::Background,
     );
     let committed = Committed { txid: header.flushed_txid, next_page: header.next_page };
-    Ok(Core {
-        page_size: ps,
-        db_id: header.db_id,
+    Ok(Core::new(Opened {
+        opts,
         dir: dir.to_path_buf(),
         journal_dir,
         data,
-        journal: Mutex::new(journal),
-        space: Mutex::new(space),
-        journal_cv: Condvar::new(),
+        header,
+        journal,
+        space,
         table: PageTable::default(),
-        committed: Mutex::new(committed),
-        prepared: Mutex::new(committed),
-        txlog: Mutex::new(VecDeque::new()),
-        readers: Mutex::new(Readers::default()),
-        writer: crate::sync::WriterLock::default(),
-        alloc: Mutex::new(alloc),
-        flush_state: Mutex::new(header),
-        flusher_ctl: Mutex::new(FlusherCtl::default()),
-        flusher_cv: Condvar::new(),
+        committed,
+        alloc,
         counters,
-        journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
-        grow_nudged_at: crate::sync::AtomicU64::new(0),
-        tree_ids: crate::sync::AtomicU64::new(1),
-        flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
-        poisoned: Mutex::new(None),
-        closed: AtomicBool::new(false),
-        close_done: AtomicBool::new(false),
-        lock: Mutex::new(Some(lock)),
-        opts,
-    })
+        lock,
+    }))
 }
 
 /// `open_core`'s first step: create the database and journal directories if missing, take the
@@ -550,360 +439,4 @@ fn load_alloc(data: &DataFile, header: &Header) -> Result<AllocSummary> {
         free.push(count_set_bits(p, limit));
     }
     Ok(AllocSummary { free })
-}
-
-/// What a snapshot of `txid` keeps from being retired (`ReaderInfo::pinned_bytes`): the distinct
-/// pages changed after it, each counted once however often it was rewritten, plus the journal
-/// records written after it.
-fn pinned_by(log: &std::collections::VecDeque<crate::txn::core::TxRecord>, txid: u64, page_size: u64) -> u64 {
-    let later = log.iter().filter(|t| t.txid > txid);
-    let pages: std::collections::HashSet<u64> = later.clone().flat_map(|t| t.pages.iter().copied()).collect();
-    pages.len() as u64 * page_size + later.map(|t| t.journal_bytes).sum::<u64>()
-}
-
-fn stats(core: &Arc<Core>) -> Stats {
-    let c = &core.counters;
-    let committed = core.committed();
-    let free_pages = core.alloc.lock().total_free();
-    let now = core.opts.clock.now();
-    let readers: Vec<(u64, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
-    let readers = {
-        let log = core.txlog.lock();
-        readers
-            .into_iter()
-            .map(|(txid, start)| ReaderInfo {
-                txid: TxId::new(txid),
-                age: now.saturating_sub(start),
-                pinned_bytes: pinned_by(&log, txid, core.page_size as u64),
-            })
-            .collect::<Vec<_>>()
-    };
-    let (journal_files, journal_file_bytes, io) = {
-        let sp = core.space.lock();
-        let (n, b) = sp.files();
-        (n, b, sp.io)
-    };
-    Stats {
-        page_size: core.page_size,
-        pages_in_use: committed.next_page - free_pages - FIRST_BITMAP_PAGE,
-        free_pages,
-        next_page: committed.next_page,
-        data_file_bytes: core.data.len(),
-        slack_bytes: core.data.len().saturating_sub(committed.next_page.saturating_mul(core.page_size as u64)),
-        journal_file_bytes,
-        journal_files,
-        journal_files_created: Counters::get(&c.journal_files_created),
-        journal_files_recycled: Counters::get(&c.journal_files_recycled),
-        journal_files_prepared: Counters::get(&c.journal_files_prepared),
-        stray_journal_files: Counters::get(&c.stray_journal_files),
-        journal_io: io.map_or("no journal file opened yet", JournalIo::name),
-        last_committed_txid: TxId::new(committed.txid),
-        last_flushed_txid: TxId::new(core.flushed_txid.load(Ordering::Relaxed)),
-        oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
-        readers,
-        scratch_bytes: core.table.bytes(),
-        commits: Counters::get(&c.commits),
-        journal_writes: Counters::get(&c.journal_writes),
-        journal_direct_writes: Counters::get(&c.journal_direct_writes),
-        journal_bytes_full: Counters::get(&c.journal_bytes_full),
-        journal_bytes_raw: Counters::get(&c.journal_bytes_raw),
-        journal_bytes_written: Counters::get(&c.journal_bytes_stored),
-        flushes: Counters::get(&c.flushes),
-        flushed_pages: Counters::get(&c.flushed_pages),
-        written_once_pages: Counters::get(&c.written_once_pages),
-        spilled_pages: Counters::get(&c.spilled_pages),
-        overflow_run_reads: core.data.run_reads.load(Ordering::Relaxed),
-        syncs: crate::storage::SyncSite::ALL
-            .iter()
-            .map(|s| {
-                let n = Counters::get(&c.syncs[s.index()]);
-                let extra = if *s == SyncSite::DataGrow { core.data.synced_grow.load(Ordering::Relaxed) } else { 0 };
-                (s.name(), n + extra)
-            })
-            .collect(),
-        poisoned: core.poisoned.lock().is_some(),
-    }
-}
-
-fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
-where
-    F: FnOnce(&ReadTxn, &mut Vec<Problem>) -> Vec<u64>,
-{
-    // A thread holding the write transaction (or inside `check_with`) would wait for itself.
-    if core.closed.load(Ordering::Acquire) {
-        return Err(Error::Closed);
-    }
-    crate::txn::write::refuse_if_held(core)?;
-    // Hold the writer and the flusher still so the allocator summary, snapshot and journal agree.
-    let _w = core.writer.lock();
-    if core.closed.load(Ordering::Acquire) {
-        return Err(Error::Closed);
-    }
-    let _mark = crate::txn::write::CheckMark::new(core);
-    wait_for_pipelined_commits(core);
-    // After a write failure the files may lack what memory holds: not "corrupted", poisoned.
-    if let Some(m) = core.poisoned.lock().as_ref() {
-        return Err(Error::Poisoned(m.clone()));
-    }
-    // And the flusher: the header and the journal files must not move while they are read.
-    let flush_state = core.flush_state.lock();
-    let header = *flush_state;
-    let rtx = ReadTxn::begin(core);
-    let committed_txid = core.committed().txid;
-    let g = Geometry::new(core.page_size);
-    use ProblemKind as K;
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut report = CheckReport::default();
-    let next_page = rtx.next_page();
-
-    // 1. Header slots.
-    if let Err(e) = DataFile::read_headers(core.data.file.as_ref()) {
-        problems.push(Problem::from_error(K::Header, None, None, "header slots: ", &e));
-    }
-    // 2. Free-space map.
-    let free_set = check_free_space_map(core, &rtx, &g, next_page, &mut report, &mut problems);
-    // 3. Every page in use: checksum, number, kind.
-    check_pages_in_use(&rtx, &free_set, next_page, &mut report, &mut problems);
-    // 4. Reachability: what the trees (or the caller) use.
-    let pages = reachable(&rtx, &mut problems);
-    check_reachability(pages, &free_set, &g, next_page, &mut report, &mut problems);
-    // 5. The journal chain after the header, and the journal files against the header and the
-    //    writer.
-    check_journal_chain(core, &header, committed_txid, &mut report, &mut problems);
-    drop(flush_state);
-    report.problems = problems;
-    Ok(report)
-}
-
-/// `check`'s wait for pipelined commits in flight to become visible (or for the journal to
-/// fail, or the environment to be poisoned).
-fn wait_for_pipelined_commits(core: &Core) {
-    let mut j = core.journal.lock();
-    let prepared = core.prepared.lock().txid;
-    core.journal_cv
-        .wait_while(&mut j, |j| core.committed().txid < prepared && !j.failed() && core.poisoned.lock().is_none());
-}
-
-/// `check`'s step 2: every free-space bitmap page against the allocator's summary, and no
-/// fixed page marked free. Returns the set of pages the bitmaps mark free.
-fn check_free_space_map(
-    core: &Core,
-    rtx: &ReadTxn,
-    g: &Geometry,
-    next_page: u64,
-    report: &mut CheckReport,
-    problems: &mut Vec<Problem>,
-) -> HashSet<u64> {
-    use ProblemKind as K;
-    let summary = core.alloc.lock().clone();
-    if summary.free.len() as u64 != g.sections(next_page) {
-        problems.push(Problem::new(
-            K::FreeSpaceMap,
-            None,
-            None,
-            format!("allocator has {} sections, the database needs {}", summary.free.len(), g.sections(next_page)),
-        ));
-    }
-    let mut free_set: HashSet<u64> = HashSet::new();
-    for k in 0..g.sections(next_page) {
-        report.bitmap_pages += 1;
-        check_bitmap_section(rtx, g, &summary, k, next_page, &mut free_set, problems);
-    }
-    for fixed in [FIRST_BITMAP_PAGE, META_PAGE].into_iter().chain((1..g.sections(next_page)).map(|k| g.bitmap_page(k)))
-    {
-        if free_set.contains(&fixed) {
-            problems.push(Problem::new(
-                K::FreeSpaceMap,
-                Some(fixed),
-                None,
-                format!("page {fixed} (a fixed page) is marked free"),
-            ));
-        }
-    }
-    report.free_pages = free_set.len() as u64;
-    free_set
-}
-
-/// One section's bitmap page: its kind, its free count against the allocator's, nothing free
-/// past the high-water mark; adds the pages it marks free to `free_set`.
-fn check_bitmap_section(
-    rtx: &ReadTxn,
-    g: &Geometry,
-    summary: &AllocSummary,
-    k: u64,
-    next_page: u64,
-    free_set: &mut HashSet<u64>,
-    problems: &mut Vec<Problem>,
-) {
-    use ProblemKind as K;
-    let bp = g.bitmap_page(k);
-    let p = match rtx.page(bp) {
-        Ok(p) => p,
-        Err(e) => {
-            problems.push(Problem::from_error(K::FreeSpaceMap, Some(bp), None, &format!("bitmap page {bp}: "), &e));
-            return;
-        }
-    };
-    if page::page_kind(&p) != Some(PageKind::FreeMap) {
-        problems.push(Problem::new(
-            K::FreeSpaceMap,
-            Some(bp),
-            None,
-            format!("page {bp}: expected a free-space bitmap page"),
-        ));
-        return;
-    }
-    let limit = (next_page - k * g.section).min(g.section);
-    let n = count_set_bits(&p, limit);
-    if summary.free.get(k as usize) != Some(&n) {
-        let counted = summary.free.get(k as usize).map_or_else(|| "no such section".to_string(), u64::to_string);
-        problems.push(Problem::new(
-            K::FreeSpaceMap,
-            Some(bp),
-            None,
-            format!("section {k}: bitmap has {n} free pages, the allocator counts {counted}"),
-        ));
-    }
-    if any_set_from(&p, limit) {
-        problems.push(Problem::new(
-            K::FreeSpaceMap,
-            Some(bp),
-            None,
-            format!("section {k}: pages past the high-water mark {next_page} are marked free"),
-        ));
-    }
-    for i in 0..limit {
-        let (byte, mask) = g.bit(k * g.section + i);
-        if p[byte] & mask != 0 {
-            free_set.insert(k * g.section + i);
-        }
-    }
-}
-
-/// `check`'s step 3: every page not marked free verifies (checksum, number) and page 3 is
-/// the meta page.
-fn check_pages_in_use(
-    rtx: &ReadTxn,
-    free_set: &HashSet<u64>,
-    next_page: u64,
-    report: &mut CheckReport,
-    problems: &mut Vec<Problem>,
-) {
-    use ProblemKind as K;
-    for pgno in FIRST_BITMAP_PAGE..next_page {
-        if free_set.contains(&pgno) {
-            continue;
-        }
-        report.pages_in_use += 1;
-        report.pages_checked += 1;
-        match rtx.page(pgno) {
-            Ok(p) => {
-                if let Err(e) = page::verify(&p, pgno) {
-                    problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e));
-                } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
-                    problems.push(Problem::new(K::PageChecksum, Some(pgno), None, "page 3 is not the meta page"));
-                }
-            }
-            Err(e) => problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e)),
-        }
-    }
-}
-
-/// `check`'s step 4: each reachable page is reached once, is allocatable and not marked free;
-/// every allocatable page neither free nor reachable is reported leaked.
-fn check_reachability(
-    pages: Vec<u64>,
-    free_set: &HashSet<u64>,
-    g: &Geometry,
-    next_page: u64,
-    report: &mut CheckReport,
-    problems: &mut Vec<Problem>,
-) {
-    use ProblemKind as K;
-    report.reachable_pages = pages.len() as u64;
-    let mut seen = HashSet::new();
-    for p in pages {
-        if !seen.insert(p) {
-            problems.push(Problem::new(K::Reachability, Some(p), None, format!("page {p} is reachable twice")));
-        } else if p < FIRST_FREE_PAGE || p >= next_page || g.is_bitmap_page(p) {
-            problems.push(Problem::new(
-                K::Reachability,
-                Some(p),
-                None,
-                format!("reachable page {p} is not an allocatable page"),
-            ));
-        } else if free_set.contains(&p) {
-            problems.push(Problem::new(K::Reachability, Some(p), None, format!("reachable page {p} is marked free")));
-        }
-    }
-    for p in FIRST_FREE_PAGE..next_page {
-        if !g.is_bitmap_page(p) && !free_set.contains(&p) && !seen.contains(&p) {
-            problems.push(Problem::new(
-                K::Reachability,
-                Some(p),
-                None,
-                format!("page {p} is in use but not reachable (leaked)"),
-            ));
-        }
-    }
-}
-
-/// `check`'s step 5: every journal file's generation is one the writer has reached (a file
-/// ahead of it would be taken for part of the log), the header's too, and the chain ends
-/// between the last durable and the last committed transaction.
-fn check_journal_chain(
-    core: &Core,
-    header: &Header,
-    committed_txid: u64,
-    report: &mut CheckReport,
-    problems: &mut Vec<Problem>,
-) {
-    use ProblemKind as K;
-    let (durable, next_gen) = {
-        let durable = core.journal.lock().durable_txid();
-        (durable, core.space.lock().next_generation())
-    };
-    let storage = core.opts.storage.as_ref();
-    let paths = match recovery::list(storage, &core.journal_dir, false) {
-        Ok(paths) => paths,
-        Err(e) => {
-            problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e));
-            return;
-        }
-    };
-    if header.journal_gen > next_gen {
-        problems.push(journal_problem(format!(
-            "header names journal generation {} but the writer is at generation {next_gen}",
-            header.journal_gen
-        )));
-    }
-    for g in paths.keys().filter(|g| **g >= next_gen) {
-        problems.push(journal_problem(format!(
-            "journal file {} has generation {g}, which the writer (next generation {next_gen}) never wrote",
-            journal::file_name(*g)
-        )));
-    }
-    match recovery::scan(storage, &paths, header, |_, _| Ok(())) {
-        Ok(end) => {
-            report.journal_records = end.records;
-            if end.last_txid < durable {
-                problems.push(journal_problem(format!(
-                    "journal chain ends at transaction {} but transactions up to {durable} are durable",
-                    end.last_txid
-                )));
-            }
-            if end.last_txid > committed_txid {
-                problems.push(journal_problem(format!(
-                    "journal chain reaches transaction {} past the last committed one, {committed_txid}",
-                    end.last_txid
-                )));
-            }
-        }
-        Err(e) => problems.push(Problem::from_error(K::Journal, None, None, "journal: ", &e)),
-    }
-}
-
-/// A problem of the journal as a whole (no page, no tree).
-fn journal_problem(detail: String) -> Problem {
-    Problem::new(ProblemKind::Journal, None, None, detail)
 }

@@ -23,13 +23,12 @@ use crate::journal::{self, recovery, Journal, Space};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::storage::{JournalHandles, LockAttempt, LockTarget, Mapping, OpenMode, Storage, StorageFile, SyncSite};
-use crate::sync::AtomicBool;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::Mutex;
 use crate::txn::alloc::{count_set_bits, AllocSummary, Geometry};
-use crate::txn::core::{Committed, Core, FlusherCtl, Readers};
+use crate::txn::core::{Committed, Core, Opened};
 use crate::txn::page_table::PageTable;
 use crate::{Error, Result};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::{self, IoSlice};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,36 +68,20 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     // From here on every file operation of this Env (check's journal scan included) goes through
     // the read-only view: nothing under `dir` can be written, created, renamed or removed.
     let opts = Options { storage: replay_storage, ..opts };
-    Ok(Core {
-        page_size: ps,
-        db_id: header.db_id,
+    Ok(Core::new(Opened {
+        opts,
         dir: dir.to_path_buf(),
         journal_dir,
         data,
-        journal: Mutex::new(journal),
-        space: Mutex::new(space),
-        journal_cv: Condvar::new(),
+        header,
+        journal,
+        space,
         table,
-        committed: Mutex::new(committed),
-        prepared: Mutex::new(committed),
-        txlog: Mutex::new(VecDeque::new()),
-        readers: Mutex::new(Readers::default()),
-        writer: crate::sync::WriterLock::default(),
-        alloc: Mutex::new(alloc),
-        flush_state: Mutex::new(header),
-        flusher_ctl: Mutex::new(FlusherCtl::default()),
-        flusher_cv: Condvar::new(),
+        committed,
+        alloc,
         counters,
-        journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
-        grow_nudged_at: crate::sync::AtomicU64::new(0),
-        tree_ids: crate::sync::AtomicU64::new(1),
-        flushed_txid: crate::sync::AtomicU64::new(header.flushed_txid),
-        poisoned: Mutex::new(None),
-        closed: AtomicBool::new(false),
-        close_done: AtomicBool::new(false),
-        lock: Mutex::new(Some(lock)),
-        opts,
-    })
+        lock,
+    }))
 }
 
 /// Read-only open's first step: the data file must exist; take its shared lock, open it

@@ -173,5 +173,5 @@ pub(crate) fn inline(key: &[u8], vlen: u64, page_size: usize) -> bool {
 #[cfg(feature = "internals")]
 pub fn tree_layout(r: &ReadTxn, tree: &Tree) -> crate::Result<crate::tree::layout::TreeLayout> {
     let d = r.desc(tree)?;
-    crate::tree::layout::layout(&*r.snap, &d, r.snap.core.page_size)
+    crate::tree::layout::layout(&*r.snap, &d, r.snap.core.page_size())
 }

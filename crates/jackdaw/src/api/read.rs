@@ -48,10 +48,6 @@ pub struct ReadTxn {
 }
 
 impl ReadTxn {
-    pub(crate) fn begin(core: &Arc<Core>) -> ReadTxn {
-        ReadTxn::from_snapshot(Snapshot::begin(core))
-    }
-
     /// `begin`, or `Closed` once the environment is closed.
     pub(crate) fn try_begin(core: &Arc<Core>) -> crate::Result<ReadTxn> {
         Ok(ReadTxn::from_snapshot(Snapshot::try_begin(core)?))

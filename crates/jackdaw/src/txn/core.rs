@@ -132,53 +132,107 @@ pub(crate) struct FlusherCtl {
 }
 
 pub(crate) struct Core {
+    pub(super) opts: Options,
+    pub(super) page_size: usize,
+    pub(super) db_id: u64,
+    pub(super) dir: PathBuf,
+    pub(super) journal_dir: PathBuf,
+    pub(super) data: DataFile,
+    pub(super) journal: Mutex<Journal>,
+    /// The journal's files: where the next record goes. Lock order: `journal` before `space`
+    /// when both are held (only `stats` and `check` hold both).
+    pub(super) space: Mutex<Space>,
+    /// Signalled after every append: prepared transactions wait here for their turn.
+    pub(super) journal_cv: Condvar,
+    pub(super) table: PageTable,
+    /// The last transaction visible to new snapshots (its record is written).
+    pub(super) committed: Mutex<Committed>,
+    /// The last prepared transaction: the base of the next write transaction.
+    pub(super) prepared: Mutex<Committed>,
+    pub(super) txlog: Mutex<VecDeque<TxRecord>>,
+    pub(super) readers: Mutex<Readers>,
+    /// The single-writer lock.
+    pub(super) writer: crate::sync::WriterLock,
+    pub(super) alloc: Mutex<AllocSummary>,
+    /// Held by a flush from start to end; guards the last written header.
+    pub(super) flush_state: Mutex<Header>,
+    pub(super) flusher_ctl: Mutex<FlusherCtl>,
+    pub(super) flusher_cv: Condvar,
+    pub(super) counters: Arc<Counters>,
+    /// One more than the highest tree id handed out in this process: ids of trees created in
+    /// aborted transactions are never handed out again, so a stale handle cannot alias a new tree.
+    pub(super) tree_ids: crate::sync::AtomicU64,
+    /// The last flushed transaction (mirrors the header, readable without waiting for a flush).
+    pub(super) flushed_txid: crate::sync::AtomicU64,
+    /// Journal bytes written when the last flush began.
+    pub(super) journal_bytes_at_flush: crate::sync::AtomicU64,
+    /// The data file's length when a commit last nudged the flusher to grow it (one nudge per
+    /// length, not one per commit while the flusher works).
+    pub(super) grow_nudged_at: crate::sync::AtomicU64,
+    pub(super) poisoned: Mutex<Option<String>>,
+    pub(super) closed: AtomicBool,
+    /// Set under `readers` when `close` has finished its last write: from then on the locks go
+    /// as soon as no transaction is alive.
+    pub(super) close_done: AtomicBool,
+    /// The `lock` file's and the data file's locks; `None` once released after `close`.
+    pub(super) lock: Mutex<Option<Box<dyn LockGuard>>>,
+}
+
+/// What an open found and built (`env.rs`, `readonly.rs`): the parts of a [`Core`] that differ
+/// between opens. Everything else starts empty: no reader, no writer, no pending commit.
+pub(crate) struct Opened {
     pub opts: Options,
-    pub page_size: usize,
-    pub db_id: u64,
     pub dir: PathBuf,
     pub journal_dir: PathBuf,
     pub data: DataFile,
-    pub journal: Mutex<Journal>,
-    /// The journal's files: where the next record goes. Lock order: `journal` before `space`
-    /// when both are held (only `stats` and `check` hold both).
-    pub space: Mutex<Space>,
-    /// Signalled after every append: prepared transactions wait here for their turn.
-    pub journal_cv: Condvar,
+    /// The header the state starts from (after recovery): page size, database id, flushed txid.
+    pub header: Header,
+    pub journal: Journal,
+    pub space: Space,
+    /// Page versions not in the data file (a read-only open's replay keeps them here).
     pub table: PageTable,
-    /// The last transaction visible to new snapshots (its record is written).
-    pub committed: Mutex<Committed>,
-    /// The last prepared transaction: the base of the next write transaction.
-    pub prepared: Mutex<Committed>,
-    pub txlog: Mutex<VecDeque<TxRecord>>,
-    pub readers: Mutex<Readers>,
-    /// The single-writer lock.
-    pub writer: crate::sync::WriterLock,
-    pub alloc: Mutex<AllocSummary>,
-    /// Held by a flush from start to end; guards the last written header.
-    pub flush_state: Mutex<Header>,
-    pub flusher_ctl: Mutex<FlusherCtl>,
-    pub flusher_cv: Condvar,
+    /// The last transaction recovered: the state new snapshots and the next writer start from.
+    pub committed: Committed,
+    pub alloc: AllocSummary,
     pub counters: Arc<Counters>,
-    /// One more than the highest tree id handed out in this process: ids of trees created in
-    /// aborted transactions are never handed out again, so a stale handle cannot alias a new tree.
-    pub tree_ids: crate::sync::AtomicU64,
-    /// The last flushed transaction (mirrors the header, readable without waiting for a flush).
-    pub flushed_txid: crate::sync::AtomicU64,
-    /// Journal bytes written when the last flush began.
-    pub journal_bytes_at_flush: crate::sync::AtomicU64,
-    /// The data file's length when a commit last nudged the flusher to grow it (one nudge per
-    /// length, not one per commit while the flusher works).
-    pub grow_nudged_at: crate::sync::AtomicU64,
-    pub poisoned: Mutex<Option<String>>,
-    pub closed: AtomicBool,
-    /// Set under `readers` when `close` has finished its last write: from then on the locks go
-    /// as soon as no transaction is alive.
-    pub close_done: AtomicBool,
-    /// The `lock` file's and the data file's locks; `None` once released after `close`.
-    pub lock: Mutex<Option<Box<dyn LockGuard>>>,
+    pub lock: Box<dyn LockGuard>,
 }
 
 impl Core {
+    pub(crate) fn new(o: Opened) -> Core {
+        let h = o.header;
+        Core {
+            page_size: h.page_size as usize,
+            db_id: h.db_id,
+            dir: o.dir,
+            journal_dir: o.journal_dir,
+            data: o.data,
+            journal: Mutex::new(o.journal),
+            space: Mutex::new(o.space),
+            journal_cv: Condvar::new(),
+            table: o.table,
+            committed: Mutex::new(o.committed),
+            prepared: Mutex::new(o.committed),
+            txlog: Mutex::new(VecDeque::new()),
+            readers: Mutex::new(Readers::default()),
+            writer: crate::sync::WriterLock::default(),
+            alloc: Mutex::new(o.alloc),
+            flush_state: Mutex::new(h),
+            flusher_ctl: Mutex::new(FlusherCtl::default()),
+            flusher_cv: Condvar::new(),
+            counters: o.counters,
+            journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
+            grow_nudged_at: crate::sync::AtomicU64::new(0),
+            tree_ids: crate::sync::AtomicU64::new(1),
+            flushed_txid: crate::sync::AtomicU64::new(h.flushed_txid),
+            poisoned: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            close_done: AtomicBool::new(false),
+            lock: Mutex::new(Some(o.lock)),
+            opts: o.opts,
+        }
+    }
+
     /// The options the environment was opened with.
     #[inline]
     pub(crate) fn opts(&self) -> &Options {
@@ -195,6 +249,38 @@ impl Core {
     #[inline]
     pub(crate) fn db_id(&self) -> u64 {
         self.db_id
+    }
+
+    /// The database's directory.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Whether `close` has begun: new transactions are refused.
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Make every committed transaction durable (`Env::sync`); returns the last durable txid.
+    /// A failed sync poisons the environment.
+    pub(crate) fn sync_committed(&self) -> Result<u64> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        if let Some(why) = self.poisoned.lock().clone() {
+            return Err(Error::Poisoned(why));
+        }
+        let target = self.committed().txid;
+        if self.opts.read_only {
+            // Every transaction it sees is durable already (in the data file or the journal).
+            return Ok(target);
+        }
+        if self.journal.lock().failed() {
+            return Err(Error::Poisoned("an earlier journal write failed".into()));
+        }
+        Journal::make_durable(&self.journal, target).inspect_err(|e| self.poison(e))?;
+        Ok(self.journal.lock().durable_txid())
     }
 
     /// One more than the highest tree id handed out in this process (see `tree_ids`).

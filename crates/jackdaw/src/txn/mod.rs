@@ -42,10 +42,13 @@
 //! ```
 
 pub(crate) mod alloc;
+pub(crate) mod check;
+pub(crate) mod close;
 pub(crate) mod core;
 pub(crate) mod flusher;
 pub(crate) mod page_table;
 pub(crate) mod read;
+pub(crate) mod stats;
 pub(crate) mod write;
 
 pub use read::PageRef;
