@@ -413,15 +413,7 @@ fn recover(
         counters.synced(SyncSite::Header);
     }
     // Every journal file is now retired.
-    let mut recyclable = Vec::new();
-    for (g, p) in sorted.retired {
-        if recyclable.len() < kept {
-            recyclable.push((g, p));
-        } else {
-            storage.remove(&p).ctx("remove retired journal")?;
-        }
-    }
-    Ok((max_gen, recyclable))
+    Ok((max_gen, sorted.keep_retired(storage, kept)?))
 }
 
 /// Per-section free counts from the bitmap pages.

@@ -298,6 +298,22 @@ pub(crate) struct Sorted {
     pub set_aside: u64,
 }
 
+impl Sorted {
+    /// Once the header records the replay (every file retired): keep up to `kept` of the retired
+    /// files for recycling (returned, oldest first), delete the others.
+    pub(crate) fn keep_retired(self, storage: &dyn Storage, kept: usize) -> Result<Vec<(u64, PathBuf)>> {
+        let mut recyclable = Vec::new();
+        for (g, p) in self.retired {
+            if recyclable.len() < kept {
+                recyclable.push((g, p));
+            } else {
+                storage.remove(&p).ctx("remove retired journal")?;
+            }
+        }
+        Ok(recyclable)
+    }
+}
+
 /// Sort the journal files after replay (`end` is the replay's scan). A file earns trust only by
 /// what it holds, never by its name:
 /// - At or past the header's generation (read to the end by the scan): a file in which a record
