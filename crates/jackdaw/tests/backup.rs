@@ -45,7 +45,7 @@ fn journal_files(dir: &Path) -> usize {
 /// A database with a plain tree (with overflow values and deletions), a multi tree, an empty tree.
 fn sample(dir: &Path, seed: u64) -> Env {
     let env = Env::open(dir, Options::default()).unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("plain").unwrap();
     let m = tx.create_multi_tree("multi").unwrap();
@@ -115,13 +115,13 @@ fn compacted_copy_equals_the_source_and_is_small() {
 fn compaction_gets_the_space_of_deleted_data_back() {
     let s = seed();
     let dir = tmpdir("backup-compact-size");
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     let n = 100_000u64;
     let keys: Vec<[u8; 16]> = (0..n)
         .map(|_| {
             let mut k = [0u8; 16];
-            k[..8].copy_from_slice(&rng.next().to_be_bytes());
-            k[8..].copy_from_slice(&rng.next().to_be_bytes());
+            k[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
+            k[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
             k
         })
         .collect();
@@ -201,7 +201,7 @@ fn stream_round_trip_and_damaged_streams() {
     assert!(matches!(e, Error::Invalid(_)), "{e:?}");
 
     // A flipped byte anywhere (header, run header, page, checksum), a cut, another magic.
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     for round in 0..20 {
         let mut bad = stream.clone();
         let at = if round == 0 { 20 } else { rng.below(bad.len() as u64) as usize };
@@ -260,9 +260,9 @@ fn hot_backup_while_a_writer_commits() {
         // Some bulk first, so the copy takes a while.
         let mut tx = env.write().unwrap();
         let t = tx.create_tree("bulk").unwrap();
-        let mut rng = Rng(s);
+        let mut rng = Rng::new(s);
         for i in 0..60_000u32 {
-            tx.put(&t, rng.next().to_be_bytes(), vec![i as u8; 200]).unwrap();
+            tx.put(&t, rng.next_u64().to_be_bytes(), vec![i as u8; 200]).unwrap();
         }
         tx.create_tree("log").unwrap();
         tx.commit().unwrap();
@@ -331,13 +331,13 @@ fn a_copy_takes_writes_and_recovers_from_a_crash() {
     let mem = MemStorage::new();
     let opts = || Options::default().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual);
     let env = Env::open("/src", opts()).unwrap();
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     for _ in 0..20_000 {
         let k = rng.below(50_000).to_be_bytes().to_vec();
-        let v = vec![rng.next() as u8; rng.below(300) as usize];
+        let v = vec![rng.next_u64() as u8; rng.below(300) as usize];
         tx.put(&t, &k, &v).unwrap();
         model.insert(k, v);
     }

@@ -5,7 +5,6 @@
 //! `read_file` / `write_file`, crash images with `deep_clone`).
 
 mod common;
-mod support;
 
 use common::*;
 use jackdaw::internals::{MemStorage, Storage};
@@ -13,7 +12,6 @@ use jackdaw::{Env, Error, FlusherMode, Options};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::*;
 
 const PS: usize = 4096;
 
@@ -170,7 +168,7 @@ fn reseal(slot: &mut [u8]) {
 fn random_bytes_are_not_a_database() {
     let seed = seed_or("random_bytes_are_not_a_database", 0xbad_da7a);
     let _g = OnPanic(format!("random_bytes_are_not_a_database: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         for len in [1usize, 100, 4095, 4096, 8192, 12288, 64 << 10, 300_000] {
             let db = Db::new(kind, "random");
@@ -202,7 +200,7 @@ fn zeroed_file_is_not_a_database() {
 #[test]
 fn our_magic_with_garbage_is_corrupted() {
     let seed = seed_or("our_magic_with_garbage_is_corrupted", 0x3a61c);
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         let db = Db::new(kind, "magic");
         let mut bytes = vec![0u8; 64 << 10];
@@ -580,7 +578,7 @@ fn damaged_journal_records() {
 #[test]
 fn stray_journal_files_are_ignored() {
     let seed = seed_or("stray_journal_files_are_ignored", 0x57a7);
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         let db = Db::new(kind, "stray");
         let (live, _) = make_db(&db);

@@ -12,12 +12,9 @@
 //! sync of the recovery a second image is taken, which must recover to the same state.
 
 mod common;
-#[path = "support/gate.rs"]
-mod gate;
-mod support;
 
+use common::gate::{GatedStorage, Point, ReleaseOnDrop};
 use common::*;
-use gate::{GatedStorage, Point, ReleaseOnDrop};
 use jackdaw::internals::SyncSite;
 use jackdaw::internals::PAGE_HEADER;
 use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn};
@@ -26,7 +23,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::*;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -160,7 +156,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
             }
         }
         let _done = Done(dn);
-        let mut rng = XorShift::new(seed);
+        let mut rng = Rng::new(seed);
         let env = Env::open(&d, opts().journal_files_kept(rng.below(3) as usize).storage(Arc::new(g))).unwrap();
         let mut live = Model::new();
         for txid in 1..=commits {

@@ -18,7 +18,6 @@
 //! the child's work where SIGKILL lands is up to the OS scheduler).
 
 mod common;
-mod support;
 
 use common::*;
 use jackdaw::internals::{PageKind, PAGE_HEADER};
@@ -27,7 +26,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
-use support::*;
 
 const ENV_DIR: &str = "JACKDAW_CHILD_DIR";
 const ENV_SEED: &str = "JACKDAW_CHILD_SEED";
@@ -113,7 +111,7 @@ fn child_writer() {
     let mode = std::env::var(ENV_MODE).unwrap();
     let flusher = std::env::var(ENV_FLUSHER).unwrap();
     let abort_at: Option<u64> = mode.strip_prefix("abort:").map(|n| n.parse().unwrap());
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     let out = std::io::stdout();
     let say = |line: String| {
         let mut o = out.lock();
@@ -262,7 +260,7 @@ fn drain(c: &mut ChildProc, mut last: Known, expect_open: Known) -> Known {
 fn sigkill_loses_no_acknowledged_commit() {
     let seed = seed_or("sigkill_loses_no_acknowledged_commit", 0x5eed_c0de);
     let _g = OnPanic(format!("sigkill_loses_no_acknowledged_commit: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     let dir = tmpdir("crash-proc");
     // The state the database recovers to (verified on a copy after each round).
     let mut known = Known { txid: 0, counter: 0 };
@@ -337,7 +335,7 @@ fn sigkill_loses_no_acknowledged_commit() {
 fn abort_right_after_commit_loses_nothing() {
     let seed = seed_or("abort_right_after_commit_loses_nothing", 0xab0_57ed);
     let _g = OnPanic(format!("abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     let dir = tmpdir("crash-abort");
     let mut known = Known { txid: 0, counter: 0 };
     for round in 0..3 {

@@ -8,12 +8,9 @@
 //! is *still* held (so the work really happened during the sync), then opens the gate.
 
 mod common;
-#[path = "support/gate.rs"]
-mod gate;
-mod support;
 
+use common::gate::{GatedStorage, Point, ReleaseOnDrop};
 use common::*;
-use gate::{GatedStorage, Point, ReleaseOnDrop};
 use jackdaw::internals::SyncSite;
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::sync::mpsc;
@@ -281,12 +278,12 @@ fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
     tx.commit().unwrap();
     // Incompressible full images of 16 pages per commit: 256 KiB journal files fill within a few
     // commits.
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = Rng::new(0x1234_5678_9abc_def1);
     for _ in 0..20 {
         let mut tx = env.write().unwrap();
         for &p in &pages {
             for x in tx.page_mut(p).unwrap()[jackdaw::internals::PAGE_HEADER..].iter_mut() {
-                *x = rng.next() as u8;
+                *x = rng.next_u64() as u8;
             }
         }
         tx.commit().unwrap();

@@ -4,7 +4,6 @@
 //! writes.
 
 mod common;
-mod support;
 
 use common::{test_opts, tmpdir};
 use jackdaw::{Durability, Env};
@@ -72,7 +71,7 @@ fn a_stray_journal_file_does_not_move_the_generation() {
         env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         // A crash image of the live directory: every acknowledged Sync commit must be in it.
         let image = tmpdir("stray-gen-image");
-        support::copy_dir(&dir, &image);
+        common::copy_dir(&dir, &image);
         drop(env);
         let env = Env::open(&*image, test_opts()).unwrap();
         assert_eq!(count_keys(&env), 400, "{stray}: every Sync commit survives the crash");
@@ -131,7 +130,7 @@ fn a_journal_file_of_another_database_is_set_aside() {
     assert_eq!(env.stats().stray_journal_files, 1);
     put_keys(&env, 20, 300);
     let image = tmpdir("stray-mine-image");
-    support::copy_dir(&dir, &image);
+    common::copy_dir(&dir, &image);
     drop(env);
     let env = Env::open(&*image, test_opts()).unwrap();
     assert_eq!(count_keys(&env), 300);

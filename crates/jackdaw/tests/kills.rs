@@ -21,6 +21,7 @@
 //! `KILLS` kills per run (400; `JACKDAW_KILLS` overrides). Seeded: prints the seed,
 //! `JACKDAW_SEED` replays the schedule (where exactly SIGKILL lands is up to the scheduler).
 
+mod common;
 mod fault;
 
 use fault::*;

@@ -19,8 +19,8 @@
 //! real disk (target/tmp).
 
 mod common;
-mod support;
 
+use common::Rng;
 use common::*;
 use jackdaw::internals::MemStorage;
 use jackdaw::internals::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
@@ -32,7 +32,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use support::*;
 
 type Model = BTreeMap<u64, u64>;
 
@@ -44,7 +43,7 @@ fn write_body(b: &mut [u8], v: u64) {
             let i = (v as usize / 4) % (b.len() / 8);
             b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
         }
-        3 => XorShift::new(v).fill_bytes(b),
+        3 => Rng::new(v).fill_bytes(b),
         _ => {
             for c in b.chunks_mut(8) {
                 c.copy_from_slice(&v.to_le_bytes());
@@ -156,7 +155,7 @@ fn setup_strategy(flusher: Option<FlusherMode>) -> impl Strategy<Value = Setup> 
     )
 }
 
-fn gen_setup(rng: &mut XorShift) -> Setup {
+fn gen_setup(rng: &mut Rng) -> Setup {
     Setup {
         page_size: if rng.chance(1, 4) { 8192 } else { 4096 },
         flusher: if rng.chance(1, 2) { FlusherMode::Manual } else { FlusherMode::Background },
@@ -166,7 +165,7 @@ fn gen_setup(rng: &mut XorShift) -> Setup {
     }
 }
 
-fn gen_op(rng: &mut XorShift) -> Op {
+fn gen_op(rng: &mut Rng) -> Op {
     // Same weights as `op_strategy` (total 44).
     let w = rng.below(44);
     let u = rng.next_u64() as usize;
@@ -662,7 +661,7 @@ fn seeded_driver(name: &str, kind: Kind, runs: u64, ops: usize) {
             "{name}: failing seed {seed}: replay with JACKDAW_SEED={seed} cargo test --release --test model {name}"
         ));
         println!("{name}: seed {seed}");
-        let mut rng = XorShift::new(seed);
+        let mut rng = Rng::new(seed);
         let setup = gen_setup(&mut rng);
         let n = rng.range(ops as u64 / 2, ops as u64) as usize;
         let ops: Vec<Op> = (0..n).map(|_| gen_op(&mut rng)).collect();

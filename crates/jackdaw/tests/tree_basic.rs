@@ -21,14 +21,14 @@ fn value(rng: &mut Rng, page: usize) -> Vec<u8> {
         8 => page / 2 - 60 + rng.below(120) as usize,
         _ => rng.below(3 * page as u64) as usize,
     };
-    let b = rng.next() as u8;
+    let b = rng.next_u64() as u8;
     (0..len).map(|i| b.wrapping_add(i as u8)).collect()
 }
 
 #[test]
 fn random_ops_match_a_btreemap() {
     let s = seed();
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     let dir = tmpdir("tree-model");
     let opts = || test_opts().flusher(if s.is_multiple_of(2) { FlusherMode::Manual } else { FlusherMode::Background });
     let mut env = Env::open(&dir, opts()).unwrap();
@@ -307,7 +307,7 @@ fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
 fn big_transactions_spill_and_read_back_their_pages() {
     let dir = tmpdir("spill");
     let seed = seed();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let opts = |max: usize| test_opts().flusher(FlusherMode::Manual).max_dirty_pages(max);
     let env = Env::open(&dir, opts(64)).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();

@@ -5,14 +5,13 @@
 //! Property tests use proptest with a fixed configuration and a seeded RNG: the seed is printed
 //! and `JACKDAW_SEED` replays it.
 mod common;
-mod support;
 use common::*;
+use common::{seed_or, Rng};
 use jackdaw::{AsKey, Env, Error, Key, KeyPrefix, TypedTree, Value, WriteBatch};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use support::{seed_or, XorShift};
 
 /// A runner seeded from `JACKDAW_SEED` (or a fixed default), `cases` cases.
 fn runner(test: &str, cases: u32) -> TestRunner {
@@ -165,8 +164,8 @@ fn values_round_trip_and_damaged_values_are_errors() {
 #[test]
 fn typed_tree_matches_a_model_in_both_directions() {
     let seed = seed_or("typed_tree_model", 0x7e57_0002);
-    let _guard = support::OnPanic(format!("typed_tree_model: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
+    let _guard = common::OnPanic(format!("typed_tree_model: replay with JACKDAW_SEED={seed}"));
+    let mut rng = Rng::new(seed);
     let dir = tmpdir("typed-model");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut model: BTreeMap<(String, i32), Vec<u8>> = BTreeMap::new();
