@@ -50,9 +50,9 @@ fn a_sound_database_passes_the_drop_check() {
 
 #[test]
 fn a_damaged_page_fails_the_drop_check() {
-    let mut db = TestDb::new("fixture-damaged");
+    let db = TestDb::new("fixture-damaged");
     let leaf = fill_tree(&db);
-    db.close();
+    db.close().unwrap();
     smash(&db, leaf);
     let path = db.path().to_path_buf();
     let msg = drop_caught(db).expect("the drop check passed over a smashed leaf");
@@ -67,7 +67,7 @@ fn a_damaged_page_fails_the_drop_check() {
 fn damage_on_purpose_opts_out() {
     let mut db = TestDb::new("fixture-opt-out");
     let leaf = fill_tree(&db);
-    db.close();
+    db.close().unwrap();
     smash(&db, leaf);
     db.damaged("smashed a leaf to see the opt-out work");
     let path = db.path().to_path_buf();
@@ -84,7 +84,7 @@ fn the_check_runs_on_the_open_environment_and_after_a_close_by_the_test() {
     // Closed through `Env::close` (the deref): reopened and checked.
     let db = TestDb::new("fixture-closed");
     fill_tree(&db);
-    db.env().close().unwrap();
+    db.close().unwrap();
     assert_eq!(drop_caught(db), None);
     // Taken and dropped by the test: reopened (recovery) and checked.
     let mut db = TestDb::new("fixture-taken");
@@ -92,6 +92,39 @@ fn the_check_runs_on_the_open_environment_and_after_a_close_by_the_test() {
     let env: Env = db.take();
     drop(env);
     assert_eq!(drop_caught(db), None);
+}
+
+#[test]
+fn a_directory_the_test_opens_itself_is_checked_once_its_environments_are_gone() {
+    let db = TestDb::dir("fixture-dir");
+    let env = Env::open(&db, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.put(&t, b"k", b"v").unwrap();
+    tx.commit().unwrap();
+    drop(env);
+    assert_eq!(drop_caught(db), None);
+    // Damaged under the test's own environment: found.
+    let db = TestDb::dir("fixture-dir-damaged");
+    let env = Env::open(&db, test_opts()).unwrap();
+    let leaf = {
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        for i in 0u32..2000 {
+            tx.put(&t, i.to_be_bytes(), [7u8; 40]).unwrap();
+        }
+        tx.commit().unwrap();
+        let r = env.read().unwrap();
+        let layout = tree_layout(&r, &r.open_tree("t").unwrap().unwrap()).unwrap();
+        layout.pages.iter().find(|p| p.level == 0).unwrap().pgno
+    };
+    env.close().unwrap();
+    drop(env);
+    smash(&db, leaf);
+    let path = db.path().to_path_buf();
+    let msg = drop_caught(db).expect("the drop check passed over a smashed leaf");
+    assert!(msg.contains("TestDb check"), "{msg}");
+    std::fs::remove_dir_all(path).unwrap();
 }
 
 #[test]
@@ -119,10 +152,10 @@ fn raw_pages_are_checked_against_the_live_set_the_test_gives() {
 fn a_failing_test_is_not_checked_again() {
     let mut path = std::path::PathBuf::new();
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let mut db = TestDb::new("fixture-failing");
+        let db = TestDb::new("fixture-failing");
         path = db.path().to_path_buf();
         let leaf = fill_tree(&db);
-        db.close();
+        db.close().unwrap();
         smash(&db, leaf);
         panic!("the test's own failure");
     }));

@@ -82,7 +82,8 @@ pub fn test_opts() -> Options {
 /// database's final state and panics with every problem found: on the open `Env`; or, when the
 /// test closed it (`close()`, `Env::close` through the deref, `take()`n and dropped) or it is
 /// poisoned, on the database opened again with the last options (recovery first, as after a
-/// crash). Then it closes the environment and removes the directory.
+/// crash). Then it closes the environment and removes the directory. `Env::close` through the
+/// deref closes it; [`reopen`](TestDb::reopen) opens it again.
 ///
 /// Opt-outs, each saying why: [`damaged`](TestDb::damaged) for a test that breaks the database
 /// on purpose (no check), [`raw_pages`](TestDb::raw_pages) for one written through raw page
@@ -115,6 +116,13 @@ impl TestDb {
         TestDb { env: None, opts, damaged: None, live: None, dir: tmpdir(name) }
     }
 
+    /// The directory only, for a test that opens its own environments in it
+    /// (`Env::open(&db, ...)`): the drop check opens it with [`test_opts`] (or what
+    /// [`set_opts`](TestDb::set_opts) says) once the test's environments are gone.
+    pub fn dir(name: &str) -> TestDb {
+        TestDb::unopened(name, test_opts())
+    }
+
     /// A copy of this database's files as they are now, unopened: taken while it is open, a
     /// crash image (everything the engine has written to the OS). Same options.
     pub fn image(&self, name: &str) -> TestDb {
@@ -143,19 +151,14 @@ impl TestDb {
         self.reopen_with(opts)
     }
 
-    /// Close (must succeed) and open again with `opts`.
+    /// Close (must succeed; the test may have closed it already through `Env::close`) and open
+    /// again with `opts`.
     pub fn reopen_with(&mut self, opts: Options) -> &Env {
-        self.close();
-        self.opts = opts;
-        self.open()
-    }
-
-    /// Close the environment (must succeed; a no-op when none is open). The drop check opens
-    /// the database again.
-    pub fn close(&mut self) {
         if let Some(env) = self.env.take() {
             env.close().unwrap_or_else(|e| panic!("close {}: {e}", self.dir.display()));
         }
+        self.opts = opts;
+        self.open()
     }
 
     /// Hand the open environment to the test (it may drop it, close it, crash it...); the drop
@@ -260,6 +263,12 @@ impl std::ops::Deref for TestDb {
     type Target = Env;
     fn deref(&self) -> &Env {
         self.env()
+    }
+}
+
+impl AsRef<Path> for TestDb {
+    fn as_ref(&self) -> &Path {
+        &self.dir
     }
 }
 
