@@ -25,20 +25,28 @@ const KINDS: [Kind; 2] = [Kind::Disk, Kind::Mem];
 /// A database directory on one of the backends.
 #[derive(Clone, Debug)]
 enum Db {
-    Disk(Arc<TmpDir>),
+    Disk(Arc<TestDb>),
     Mem(MemStorage, PathBuf),
+}
+
+/// The fixture's directory, not checked on drop: every test here damages its files on purpose
+/// (foreign bytes, torn or forged headers, journal junk) and asserts what open and check() say.
+fn damaged_dir(name: &str) -> TestDb {
+    let d = TestDb::dir(name);
+    d.skip_check("corrupt.rs damages the files on purpose");
+    d
 }
 
 impl Db {
     fn new(kind: Kind, name: &str) -> Db {
         match kind {
-            Kind::Disk => Db::Disk(Arc::new(tmpdir(name))),
+            Kind::Disk => Db::Disk(Arc::new(damaged_dir(name))),
             Kind::Mem => Db::Mem(MemStorage::new(), PathBuf::from(format!("/mem/{name}"))),
         }
     }
     fn dir(&self) -> &Path {
         match self {
-            Db::Disk(d) => d,
+            Db::Disk(d) => d.path(),
             Db::Mem(_, d) => d,
         }
     }
@@ -95,8 +103,8 @@ impl Db {
     fn image(&self, name: &str) -> Db {
         match self {
             Db::Disk(d) => {
-                let to = tmpdir(name);
-                copy_dir(d, &to);
+                let to = damaged_dir(name);
+                copy_dir(d.path(), to.path());
                 Db::Disk(Arc::new(to))
             }
             Db::Mem(m, d) => Db::Mem(m.deep_clone(), d.clone()),
@@ -104,7 +112,7 @@ impl Db {
     }
     fn remove(&self) {
         if let Db::Disk(d) = self {
-            let _ = std::fs::remove_dir_all::<&Path>(d);
+            let _ = std::fs::remove_dir_all(d.path());
         }
     }
 }

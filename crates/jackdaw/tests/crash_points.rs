@@ -124,11 +124,11 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
             break;
         }
         let held = gs.gate.held();
-        let img2 = tmpdir("crash-points-r");
-        copy_dir(base, &img2);
+        let img2 = TestDb::dir("crash-points-r");
+        copy_dir(base, img2.path());
         gs.gate.step_and_wait();
         let w = format!("{what}, then crashed in recovery at {held:?}");
-        let t2 = verify_image(&img2, k, &w);
+        let t2 = verify_image(img2.path(), k, &w);
         assert_eq!(t2, t, "{w}");
         let _ = std::fs::remove_dir_all(&img2);
         n += 1;
@@ -141,13 +141,13 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
 
 /// Run the workload of `seed`, imaging every sync. Returns (images, recovery images).
 fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
-    let dir = tmpdir("crash-points");
+    let dir = TestDb::dir("crash-points");
     let gs = GatedStorage::new();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     gs.gate.arm(Point::AnySync);
     let know = Arc::new(Mutex::new(Knowledge { states: BTreeMap::from([(0, Model::new())]), durable: 0 }));
     let done = Arc::new(AtomicBool::new(false));
-    let (d, g, kn, dn) = (dir.to_path_buf(), gs.clone(), know.clone(), done.clone());
+    let (d, g, kn, dn) = (dir.path().to_path_buf(), gs.clone(), know.clone(), done.clone());
     let worker = std::thread::spawn(move || {
         struct Done(Arc<AtomicBool>);
         impl Drop for Done {
@@ -214,18 +214,18 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
         }
         let held = gs.gate.held();
         let k = know.lock().unwrap().clone();
-        let img = tmpdir("crash-points-img");
-        copy_dir(&dir, &img);
+        let img = TestDb::dir("crash-points-img");
+        copy_dir(dir.path(), img.path());
         gs.gate.step_and_wait();
-        let pristine = tmpdir("crash-points-rbase");
-        copy_dir(&img, &pristine);
+        let pristine = TestDb::dir("crash-points-rbase");
+        copy_dir(img.path(), pristine.path());
         let what = format!(
             "seed {seed}: crash at {held:?} (image {images}, durable {}, started {})",
             k.durable,
             k.states.keys().next_back().unwrap()
         );
-        let t = verify_image(&img, &k, &what);
-        rimages += crash_recovery(&pristine, t, &k, &what);
+        let t = verify_image(img.path(), &k, &what);
+        rimages += crash_recovery(pristine.path(), t, &k, &what);
         let _ = std::fs::remove_dir_all(&pristine);
         for h in held {
             if let Point::Sync(s) = h {
@@ -283,7 +283,7 @@ fn crash_image_at_every_sync_point() {
 #[test]
 fn crash_between_flush_page_writes_and_header_recovers() {
     for site in [SyncSite::Header, SyncSite::DataFlush] {
-        let dir = tmpdir("midflush");
+        let dir = TestDb::dir("midflush");
         let gs = GatedStorage::new();
         let env = Env::open(&dir, opts().storage(Arc::new(gs.clone()))).unwrap();
         let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -300,8 +300,8 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         let e = env.clone();
         let flush = std::thread::spawn(move || e.flush());
         assert!(gs.gate.wait_blocked(DEADLINE));
-        let img = tmpdir("midflush-img");
-        copy_dir(&dir, &img);
+        let img = TestDb::dir("midflush-img");
+        copy_dir(dir.path(), img.path());
         gs.gate.release();
         flush.join().unwrap().unwrap();
         drop(env);

@@ -261,7 +261,7 @@ fn sigkill_loses_no_acknowledged_commit() {
     let seed = seed_or("sigkill_loses_no_acknowledged_commit", 0x5eed_c0de);
     let _g = OnPanic(format!("sigkill_loses_no_acknowledged_commit: replay with JACKDAW_SEED={seed}"));
     let mut rng = Rng::new(seed);
-    let dir = tmpdir("crash-proc");
+    let dir = TestDb::dir("crash-proc");
     // The state the database recovers to (verified on a copy after each round).
     let mut known = Known { txid: 0, counter: 0 };
     let mut stats = (0u64, 0u64, 0u64); // kills, acks, rounds where the unacked commit survived
@@ -271,7 +271,7 @@ fn sigkill_loses_no_acknowledged_commit() {
         let kill_after = if rng.chance(1, 6) { 0 } else { rng.range(1, 150) };
         let child_seed = rng.next_u64();
         let _r = OnPanic(format!("round {round}: {flusher} flusher, kill after {kill_after} ACKs, known {known:?}"));
-        let mut c = ChildProc::spawn(&dir, child_seed, "kill", flusher);
+        let mut c = ChildProc::spawn(dir.path(), child_seed, "kill", flusher);
         let mut last = known;
         let mut acks = 0u64;
         let mut opened = false;
@@ -307,9 +307,9 @@ fn sigkill_loses_no_acknowledged_commit() {
         stats.1 += last.counter - known.counter;
 
         // Verify a copy: the crashed original is what the next child recovers.
-        let copy = tmpdir("crash-proc-verify");
-        copy_dir(&dir, &copy);
-        let (txid, counter) = verify_db(&copy);
+        let copy = TestDb::dir("crash-proc-verify");
+        copy_dir(dir.path(), copy.path());
+        let (txid, counter) = verify_db(copy.path());
         let _ = std::fs::remove_dir_all(&copy);
         assert!(
             counter == last.counter || counter == last.counter + 1,
@@ -322,7 +322,7 @@ fn sigkill_loses_no_acknowledged_commit() {
         known = Known { txid, counter };
     }
     // The last crash, recovered in place.
-    let (txid, counter) = verify_db(&dir);
+    let (txid, counter) = verify_db(dir.path());
     assert_eq!(Known { txid, counter }, known);
     println!(
         "{} kills, {} acknowledged commits, {} rounds where the unacknowledged last commit survived; final state {known:?}",
@@ -336,20 +336,20 @@ fn abort_right_after_commit_loses_nothing() {
     let seed = seed_or("abort_right_after_commit_loses_nothing", 0xab0_57ed);
     let _g = OnPanic(format!("abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"));
     let mut rng = Rng::new(seed);
-    let dir = tmpdir("crash-abort");
+    let dir = TestDb::dir("crash-abort");
     let mut known = Known { txid: 0, counter: 0 };
     for round in 0..3 {
         let flusher = if round % 2 == 0 { "manual" } else { "background" };
         let n = rng.range(1, 80);
         let target = known.counter + n;
         let _r = OnPanic(format!("round {round}: {flusher} flusher, abort at counter {target}"));
-        let mut c = ChildProc::spawn(&dir, rng.next_u64(), &format!("abort:{target}"), flusher);
+        let mut c = ChildProc::spawn(dir.path(), rng.next_u64(), &format!("abort:{target}"), flusher);
         let last = drain(&mut c, known, known);
         let (st, err) = c.finish();
         assert!(!st.success(), "the child aborted: {st}; stderr:\n{err}");
         assert_eq!(last.counter, target, "the child acknowledged every commit up to the abort; stderr:\n{err}");
         // Nothing ran after the last commit, so the state is exactly the last acknowledged one.
-        let (txid, counter) = verify_db(&dir);
+        let (txid, counter) = verify_db(dir.path());
         assert_eq!(Known { txid, counter }, last);
         known = last;
     }

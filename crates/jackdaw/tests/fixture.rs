@@ -65,11 +65,11 @@ fn a_damaged_page_fails_the_drop_check() {
 
 #[test]
 fn damage_on_purpose_opts_out() {
-    let mut db = TestDb::new("fixture-opt-out");
+    let db = TestDb::new("fixture-opt-out");
     let leaf = fill_tree(&db);
     db.close().unwrap();
     smash(&db, leaf);
-    db.damaged("smashed a leaf to see the opt-out work");
+    db.skip_check("smashed a leaf to see the opt-out work");
     let path = db.path().to_path_buf();
     assert_eq!(drop_caught(db), None);
     assert!(!path.exists(), "the directory is removed");
@@ -139,7 +139,7 @@ fn raw_pages_are_checked_against_the_live_set_the_test_gives() {
     assert!(msg.contains("TestDb check"), "{msg}");
     std::fs::remove_dir_all(path).unwrap();
     // ...and in use when the test names them.
-    let mut db = TestDb::new("fixture-raw");
+    let db = TestDb::new("fixture-raw");
     let mut tx = db.write().unwrap();
     let b = alloc(&mut tx, 1);
     tx.commit().unwrap();

@@ -54,7 +54,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
     let what =
         format!("flush held in its {site:?} sync ({} flusher)", if background { "background" } else { "manual" });
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-blocking");
+    let dir = TestDb::dir("flusher-blocking");
     let env = Env::open(&dir, opts(&gs, background)).unwrap();
     // Declared after `env`: on a panic the gate opens before `env` is dropped (and closed).
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -193,7 +193,7 @@ fn commits_and_reads_proceed_while_background_flush_waits_in_journal_sync() {
 #[test]
 fn regression_stats_never_waits_for_a_flush_in_progress() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-stats");
+    let dir = TestDb::dir("flusher-stats");
     let env = Env::open(&dir, opts(&gs, false)).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
@@ -226,7 +226,7 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
 #[test]
 fn check_overlapping_a_flush_sees_a_consistent_journal() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-check");
+    let dir = TestDb::dir("flusher-check");
     let o = opts(&gs, false).journal_file_bytes(64 << 10).journal_files_kept(0);
     let env = Env::open(&dir, o).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -269,13 +269,14 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
 #[test]
 fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-retire");
+    let dir = TestDb::dir("flusher-retire");
     let o = test_opts().storage(Arc::new(gs.clone())).flusher(FlusherMode::Manual).journal_files_kept(0);
     let env = Env::open(&dir, o).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
     let pages: Vec<u64> = (0..16).map(|_| alloc(&mut tx, 1)).collect();
     tx.commit().unwrap();
+    dir.raw_pages(pages.clone());
     // Incompressible full images of 16 pages per commit: 256 KiB journal files fill within a few
     // commits.
     let mut rng = Rng::new(0x1234_5678_9abc_def1);

@@ -48,7 +48,7 @@ fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
 fn multi_values_match_the_model_across_transitions_and_reopens() {
     let s = seed();
     let mut rng = Rng::new(s);
-    let dir = tmpdir("multi-model");
+    let dir = TestDb::dir("multi-model");
     let mut env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();
@@ -118,7 +118,7 @@ fn multi_values_match_the_model_across_transitions_and_reopens() {
 
 #[test]
 fn a_million_values_under_one_key() {
-    let dir = tmpdir("multi-million");
+    let dir = TestDb::dir("multi-million");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("artist").unwrap();

@@ -147,7 +147,7 @@ fn mutate(tx: &mut jackdaw::WriteTxn, t: &jackdaw::Tree, m: &mut Model, rng: &mu
 fn keys_and_count_range_match_the_model() {
     let s = seed_or("keys_and_count_range_match_the_model", 0x6b65_7973);
     let mut rng = Rng::new(s);
-    let dir = tmpdir("multi-keys");
+    let dir = TestDb::dir("multi-keys");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();
@@ -182,7 +182,7 @@ fn keys_and_count_range_match_the_model() {
 fn keys_and_count_range_of_a_plain_tree() {
     let s = seed_or("keys_and_count_range_of_a_plain_tree", 0x0070_6c61);
     let mut rng = Rng::new(s);
-    let dir = tmpdir("multi-keys-plain");
+    let dir = TestDb::dir("multi-keys-plain");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("plain").unwrap();
@@ -201,7 +201,7 @@ fn keys_and_count_range_of_a_plain_tree() {
 
 #[test]
 fn the_cursor_refuses_a_multi_value_tree_with_a_pointer_to_keys() {
-    let dir = tmpdir("multi-keys-cursor");
+    let dir = TestDb::dir("multi-keys-cursor");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();

@@ -590,7 +590,6 @@ struct Snap {
 }
 
 struct Harness {
-    dir: TmpDir,
     setup: Setup,
     env: Option<Env>,
     committed: Model,
@@ -604,6 +603,8 @@ struct Harness {
     snaps: Vec<Snap>,
     step: usize,
     cov: &'static Cov,
+    /// Last: checked (on drop) once the environment and its transactions are gone.
+    dir: TestDb,
 }
 
 impl Harness {
@@ -617,7 +618,7 @@ impl Harness {
     }
 
     fn new(setup: Setup, cov: &'static Cov) -> Harness {
-        let dir = tmpdir("tree-model");
+        let dir = TestDb::dir("tree-model");
         let env = Env::open(&dir, Harness::opts(&setup)).unwrap();
         let mut h = Harness {
             dir,
@@ -1672,7 +1673,7 @@ fn size_classes_cover_the_edges() {
 /// transaction must see its own changes.
 #[test]
 fn regression_put_reader_value_is_readable_in_its_own_transaction() {
-    let dir = tmpdir("tree-model-put-reader");
+    let dir = TestDb::dir("tree-model-put-reader");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -1703,7 +1704,7 @@ fn regression_put_reader_value_is_readable_in_its_own_transaction() {
 /// empty rightmost leaf: a full scan of a tree with 6 entries yields nothing.
 #[test]
 fn regression_branch_left_with_one_child_keeps_no_empty_leaf() {
-    let dir = tmpdir("tree-model-one-child");
+    let dir = TestDb::dir("tree-model-one-child");
     let env = Env::open(&dir, test_opts()).unwrap();
     let k = |i: u32| {
         let mut v = format!("{i:04}").into_bytes();

@@ -16,6 +16,7 @@ use jackdaw::internals::{PageKind, PAGE_HEADER};
 use jackdaw::{CheckReport, Env, Error, Options, ReadTxn, WriteTxn};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 // ---------------------------------------------------------------------------------------------
 // Directories.
@@ -85,14 +86,14 @@ pub fn test_opts() -> Options {
 /// crash). Then it closes the environment and removes the directory. `Env::close` through the
 /// deref closes it; [`reopen`](TestDb::reopen) opens it again.
 ///
-/// Opt-outs, each saying why: [`damaged`](TestDb::damaged) for a test that breaks the database
-/// on purpose (no check), [`raw_pages`](TestDb::raw_pages) for one written through raw page
+/// Opt-outs, each saying why: [`skip_check`](TestDb::skip_check) for a test that breaks the
+/// database on purpose (no check), [`raw_pages`](TestDb::raw_pages) for one written through raw page
 /// access (the check takes the given pages as the reachable ones, as [`check_pages`] does).
 pub struct TestDb {
     env: Option<Env>,
     opts: Options,
-    damaged: Option<String>,
-    live: Option<Vec<u64>>,
+    skip: Mutex<Option<String>>,
+    live: Mutex<Option<Vec<u64>>>,
     // Last: removed after the environment is closed.
     dir: TmpDir,
 }
@@ -113,7 +114,7 @@ impl TestDb {
     /// The directory only (nothing in it yet); [`open`](TestDb::open) opens it with `opts`. The
     /// drop check opens it if the test left it closed (and it holds a database by then).
     pub fn unopened(name: &str, opts: Options) -> TestDb {
-        TestDb { env: None, opts, damaged: None, live: None, dir: tmpdir(name) }
+        TestDb { env: None, opts, skip: Mutex::new(None), live: Mutex::new(None), dir: tmpdir(name) }
     }
 
     /// The directory only, for a test that opens its own environments in it
@@ -192,23 +193,21 @@ impl TestDb {
         self.opts = opts;
     }
 
-    /// The test damaged the database on purpose: no check on drop. `why` says what was done.
-    pub fn damaged(&mut self, why: &str) {
-        self.damaged = Some(why.to_string());
+    /// No check on drop: the test damaged the database on purpose (or left it in a state that
+    /// cannot be opened again, such as a leaked `Env`). `why` says which.
+    pub fn skip_check(&self, why: &str) {
+        *self.skip.lock().unwrap() = Some(why.to_string());
     }
 
     /// The database is written through raw page access: the drop check takes `live` (every page
     /// in use but the meta page) as the reachable set instead of the tree walk.
-    pub fn raw_pages(&mut self, live: impl IntoIterator<Item = u64>) {
-        self.live = Some(live.into_iter().collect());
+    pub fn raw_pages(&self, live: impl IntoIterator<Item = u64>) {
+        *self.live.lock().unwrap() = Some(live.into_iter().collect());
     }
 
     fn check_env(&self, env: &Env) -> jackdaw::Result<CheckReport> {
-        match &self.live {
-            Some(live) => {
-                let live = live.clone();
-                env.check_with(move |_| Ok(live))
-            }
+        match self.live.lock().unwrap().clone() {
+            Some(live) => env.check_with(move |_| Ok(live)),
             None => env.check(),
         }
     }
@@ -232,8 +231,17 @@ impl TestDb {
                     // No database was ever made here.
                     return Ok(());
                 }
-                let env = Env::open(&self.dir, self.opts.clone())
-                    .map_err(|e| format!("TestDb check: reopening {where_} failed: {e}"))?;
+                // A clone of the test's `Env` may still be on its way out on another thread (one
+                // that has sent its last result but not yet ended): wait for the lock a little.
+                let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                let env = loop {
+                    match Env::open(&self.dir, self.opts.clone()) {
+                        Err(Error::Locked { .. }) if std::time::Instant::now() < give_up => {
+                            std::thread::sleep(std::time::Duration::from_millis(5))
+                        }
+                        r => break r.map_err(|e| format!("TestDb check: reopening {where_} failed: {e}"))?,
+                    }
+                };
                 let r = self.check_env(&env);
                 (env, r)
             }
@@ -266,6 +274,12 @@ impl std::ops::Deref for TestDb {
     }
 }
 
+impl std::fmt::Debug for TestDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TestDb({}, {})", self.dir.display(), if self.env.is_some() { "open" } else { "closed" })
+    }
+}
+
 impl AsRef<Path> for TestDb {
     fn as_ref(&self) -> &Path {
         &self.dir
@@ -278,11 +292,16 @@ impl Drop for TestDb {
             // The test failed already; the directory stays for a look (see `TmpDir`).
             return;
         }
-        if self.damaged.is_some() {
+        if self.skip.lock().unwrap().is_some() {
             return;
         }
+        let t0 = std::time::Instant::now();
         if let Err(msg) = self.final_check() {
             panic!("{msg}");
+        }
+        let took = t0.elapsed();
+        if took > std::time::Duration::from_millis(200) {
+            println!("TestDb: the drop check of {} took {took:.2?}", self.dir.display());
         }
     }
 }
