@@ -73,9 +73,10 @@ struct Knowledge {
     durable: u64,
 }
 
-/// Open a crash image; return the recovered transaction after checking it against `k`.
-fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
-    let env = Env::open(dir, opts()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+/// Open a crash image; return the recovered transaction after checking it against `k`. Its live
+/// pages become the fixture's drop check's.
+fn verify_image(db: &TestDb, k: &Knowledge, what: &str) -> u64 {
+    let env = Env::open(db, opts()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let r = env.read().unwrap();
     let t = r.txid().get();
     let started = *k.states.keys().next_back().unwrap();
@@ -85,6 +86,7 @@ fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
         k.durable
     );
     let m = &k.states[&t];
+    db.raw_pages(m.keys().copied());
     verify_state(&r, m, what);
     drop(r);
     check_with_what(&env, m, what);
@@ -128,9 +130,9 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
         copy_dir(base, img2.path());
         gs.gate.step_and_wait();
         let w = format!("{what}, then crashed in recovery at {held:?}");
-        let t2 = verify_image(img2.path(), k, &w);
+        let t2 = verify_image(&img2, k, &w);
         assert_eq!(t2, t, "{w}");
-        let _ = std::fs::remove_dir_all(&img2);
+        drop(img2);
         n += 1;
     }
     gs.gate.release();
@@ -224,15 +226,16 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
             k.durable,
             k.states.keys().next_back().unwrap()
         );
-        let t = verify_image(img.path(), &k, &what);
+        let t = verify_image(&img, &k, &what);
         rimages += crash_recovery(pristine.path(), t, &k, &what);
-        let _ = std::fs::remove_dir_all(&pristine);
+        pristine.raw_pages(k.states[&t].keys().copied());
+        drop(pristine);
         for h in held {
             if let Point::Sync(s) = h {
                 *sites.entry(s.name().to_string()).or_default() += 1;
             }
         }
-        let _ = std::fs::remove_dir_all(&img);
+        drop(img);
         images += 1;
     }
     gs.gate.release();
@@ -240,8 +243,8 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
     let env = Env::open(&dir, opts()).unwrap();
     verify_state(&env.read().unwrap(), &live, "final");
     check_with_what(&env, &live, "final");
+    dir.raw_pages(live.keys().copied());
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
     (images, rimages, sites)
 }
 
@@ -313,8 +316,8 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         assert_eq!((p[200], p[300], p[400]), (2, 3, 4));
         drop(r);
         check_pages(&env, [a]);
+        dir.raw_pages([a]);
+        img.raw_pages([a]);
         drop(env);
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&img);
     }
 }

@@ -79,7 +79,9 @@ fn child_opts(flusher: &str) -> Options {
 }
 
 /// Verify a database at rest: returns (txid, counter). Panics with the details otherwise.
-fn verify_db(dir: &Path) -> (u64, u64) {
+/// Recover the database of `db` and verify it; its live pages become the fixture's drop check's.
+fn verify_db(db: &TestDb) -> (u64, u64) {
+    let dir = db.path();
     let env = Env::open(dir, test_opts()).unwrap_or_else(|e| panic!("recovery of {} failed: {e}", dir.display()));
     let r = env.read().unwrap();
     let txid = r.txid().get();
@@ -89,7 +91,9 @@ fn verify_db(dir: &Path) -> (u64, u64) {
     }
     let anchored = r.next_page() > ANCHOR;
     drop(r);
-    check_pages(&env, pages.into_iter().chain(anchored.then_some(ANCHOR)));
+    let live: Vec<u64> = pages.into_iter().chain(anchored.then_some(ANCHOR)).collect();
+    db.raw_pages(live.clone());
+    check_pages(&env, live);
     env.close().unwrap();
     (txid, counter)
 }
@@ -309,8 +313,8 @@ fn sigkill_loses_no_acknowledged_commit() {
         // Verify a copy: the crashed original is what the next child recovers.
         let copy = TestDb::dir("crash-proc-verify");
         copy_dir(dir.path(), copy.path());
-        let (txid, counter) = verify_db(copy.path());
-        let _ = std::fs::remove_dir_all(&copy);
+        let (txid, counter) = verify_db(&copy);
+        drop(copy);
         assert!(
             counter == last.counter || counter == last.counter + 1,
             "recovered counter {counter} (txid {txid}); last acknowledged {last:?}"
@@ -322,13 +326,12 @@ fn sigkill_loses_no_acknowledged_commit() {
         known = Known { txid, counter };
     }
     // The last crash, recovered in place.
-    let (txid, counter) = verify_db(dir.path());
+    let (txid, counter) = verify_db(&dir);
     assert_eq!(Known { txid, counter }, known);
     println!(
         "{} kills, {} acknowledged commits, {} rounds where the unacknowledged last commit survived; final state {known:?}",
         stats.0, stats.1, stats.2
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -349,9 +352,8 @@ fn abort_right_after_commit_loses_nothing() {
         assert!(!st.success(), "the child aborted: {st}; stderr:\n{err}");
         assert_eq!(last.counter, target, "the child acknowledged every commit up to the abort; stderr:\n{err}");
         // Nothing ran after the last commit, so the state is exactly the last acknowledged one.
-        let (txid, counter) = verify_db(dir.path());
+        let (txid, counter) = verify_db(&dir);
         assert_eq!(Known { txid, counter }, last);
         known = last;
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

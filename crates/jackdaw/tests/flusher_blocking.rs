@@ -156,9 +156,9 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
         assert_eq!(read_value(&r, *p), 1000 + last);
     }
     drop(r);
+    dir.raw_pages(live.clone());
     check_pages(&env, live);
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -197,7 +197,8 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
     let env = Env::open(&dir, opts(&gs, false)).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
-    alloc(&mut tx, 1);
+    let a = alloc(&mut tx, 1);
+    dir.raw_pages([a]);
     tx.commit().unwrap();
     gs.gate.arm(Point::Sync(SyncSite::DataFlush));
     let e = env.clone();
@@ -214,7 +215,6 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
         None => panic!("env.stats() blocked while a flush was held in its data sync (held calls: {held})"),
     }
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `check()` holds the flusher still while it reads the header slots and the journal (found as a
@@ -256,10 +256,10 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
     if let Err(e) = checked {
         panic!("check() overlapping a flush reported a healthy database as corrupted: {e}");
     }
+    dir.raw_pages([a]);
     check_pages(&env, [a]);
     assert_eq!(read_value(&env.read().unwrap(), a), 40);
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Regression (fixed engine bug): a flush deleted the retired journal files it did not keep under

@@ -1192,13 +1192,16 @@ impl Harness {
     }
 }
 
-/// The directory goes with the harness, also when a case fails (proptest runs and shrinks many).
+/// The directory goes with the harness, also when a case fails (proptest runs and shrinks many);
+/// a case that passed leaves it to the fixture (`dir`, dropped after this), which checks it.
 impl Drop for Harness {
     fn drop(&mut self) {
         self.tx = None;
         self.snaps.clear();
         self.env = None;
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(self.dir.path());
+        }
     }
 }
 
