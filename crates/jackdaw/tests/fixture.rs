@@ -86,6 +86,18 @@ fn the_check_runs_on_the_open_environment_and_after_a_close_by_the_test() {
     fill_tree(&db);
     db.close().unwrap();
     assert_eq!(drop_caught(db), None);
+    // Reopened, with other options; and a crash image of it, recovered and checked on its own.
+    let mut db = TestDb::new("fixture-reopen");
+    fill_tree(&db);
+    db.reopen_with(test_opts().flusher(FlusherMode::Manual));
+    let r = db.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 2000);
+    drop(r);
+    let img = db.image("fixture-reopen-image");
+    assert!(!img.is_open());
+    assert_eq!(drop_caught(img), None);
+    assert_eq!(drop_caught(db), None);
     // Taken and dropped by the test: reopened (recovery) and checked.
     let mut db = TestDb::new("fixture-taken");
     fill_tree(&db);

@@ -256,8 +256,9 @@ struct Harness {
     floor: u64,
     history: BTreeMap<u64, Model>,
     snaps: Vec<Snap>,
-    /// Disk directories to remove when the case passes.
-    dirs: Vec<PathBuf>,
+    /// The fixtures of the disk directories (the first, then each crash image), checked with
+    /// their final live pages when the case passes.
+    dirs: Vec<TestDb>,
     cov: &'static Coverage,
 }
 
@@ -301,16 +302,19 @@ fn verify_view(r: &ReadTxn, model: &Model, what: &str) {
 
 impl Harness {
     fn new(kind: Kind, setup: Setup, cov: &'static Coverage) -> Harness {
+        let mut dirs = Vec::new();
         let backend = match kind {
             Kind::Mem => Backend::Mem(MemStorage::new(), PathBuf::from("/mem/model")),
-            Kind::Disk => Backend::Disk(tmpdir("model").keep()),
+            Kind::Disk => {
+                let d = TestDb::dir("model");
+                let p = d.path().to_path_buf();
+                dirs.push(d);
+                Backend::Disk(p)
+            }
         };
         let mut h = Harness {
             setup,
-            dirs: match &backend {
-                Backend::Disk(d) => vec![d.clone()],
-                _ => vec![],
-            },
+            dirs,
             env: None,
             backend,
             tx: None,
@@ -463,10 +467,13 @@ impl Harness {
             // and data.jdb is copied before the journal, so the image is one a crash can leave.
             Backend::Mem(m, p) => Backend::Mem(m.deep_clone(), p.clone()),
             Backend::Disk(d) => {
-                let to = tmpdir("model-crash").keep();
-                copy_dir(d, &to);
-                self.dirs.push(to.clone());
-                Backend::Disk(to)
+                let to = TestDb::dir("model-crash");
+                copy_dir(d, to.path());
+                // The crashed-from directory ends with everything committed (its Env closes below).
+                self.dirs.last().unwrap().raw_pages(self.committed.keys().copied());
+                let p = to.path().to_path_buf();
+                self.dirs.push(to);
+                Backend::Disk(p)
             }
         };
         self.account();
@@ -599,7 +606,7 @@ impl Harness {
         }
     }
 
-    /// Commit what is open, reopen once more, verify, and clean up.
+    /// Commit what is open, reopen once more, verify, and leave the directories to their fixtures.
     fn finish(mut self) {
         if self.tx.is_some() {
             self.commit();
@@ -608,8 +615,9 @@ impl Harness {
         let env = self.env.take().unwrap();
         env.close().unwrap();
         drop(env);
-        for d in &self.dirs {
-            let _ = std::fs::remove_dir_all(d);
+        // Checked on drop, with the pages of the final state.
+        if let Some(d) = self.dirs.last() {
+            d.raw_pages(self.committed.keys().copied());
         }
     }
 }

@@ -20,9 +20,9 @@ fn expected(bytes: &[u8], offset: usize, stride: usize, head: usize, count: usiz
 }
 
 fn exercise(name: &str, storage: &dyn Storage) {
-    let dir = TestDb::dir(&format!("split_{name}"));
-    storage.create_dir_all(dir.path()).unwrap();
-    let f: Arc<dyn StorageFile> = storage.open(&dir.path().join("f"), OpenMode::CreateReadWrite).unwrap();
+    let dir = tmpdir(&format!("split_{name}"));
+    storage.create_dir_all(&dir).unwrap();
+    let f: Arc<dyn StorageFile> = storage.open(&dir.join("f"), OpenMode::CreateReadWrite).unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
     println!("{name}: seed {seed}");

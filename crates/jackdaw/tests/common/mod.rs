@@ -299,9 +299,10 @@ impl Drop for TestDb {
         if let Err(msg) = self.final_check() {
             panic!("{msg}");
         }
+        // Slow checks are named (the suite's time budget); `JACKDAW_FIXTURE_TIMES=1` names all.
         let took = t0.elapsed();
-        if took > std::time::Duration::from_millis(200) {
-            println!("TestDb: the drop check of {} took {took:.2?}", self.dir.display());
+        if took > std::time::Duration::from_millis(200) || std::env::var_os("JACKDAW_FIXTURE_TIMES").is_some() {
+            println!("TestDb: the drop check of {} took {:.3} ms", self.dir.display(), took.as_secs_f64() * 1e3);
         }
     }
 }
