@@ -14,14 +14,14 @@ use std::io::Read;
 const MAX_KEY: usize = 2001;
 
 /// A test directory, removed when dropped.
-fn open(name: &str) -> (TmpDir, Env) {
-    let dir = tmpdir(name);
+fn open(name: &str) -> (TestDb, Env) {
+    let dir = TestDb::dir(name);
     let env = Env::open(&dir, test_opts()).unwrap();
     (dir, env)
 }
 
 /// Env with tree "t" holding k1 => v1, committed.
-fn with_tree(name: &str) -> (TmpDir, Env, Tree) {
+fn with_tree(name: &str) -> (TestDb, Env, Tree) {
     let (dir, env) = open(name);
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -468,7 +468,7 @@ fn tree_handle_of_another_env_is_invalid() {
 
 #[test]
 fn bad_options_and_raw_page_arguments_are_invalid() {
-    let dir = tmpdir("err-options");
+    let dir = TestDb::dir("err-options");
     is_invalid(Env::open(&dir, Options::default().page_size(1000)).map(|_| ()), "page size 1000");
     is_invalid(Env::open(&dir, Options::default().page_size(6000)).map(|_| ()), "page size 6000");
     is_invalid(Env::open(&dir, Options::default().page_size(1 << 17)).map(|_| ()), "page size 128 KiB");
@@ -489,7 +489,7 @@ fn bad_options_and_raw_page_arguments_are_invalid() {
 
 #[test]
 fn pinned_page_versions_over_the_cap_refuse_new_writers() {
-    let dir = tmpdir("err-pinned");
+    let dir = TestDb::dir("err-pinned");
     let env = Env::open(&dir, test_opts().max_pinned_bytes(1).flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();

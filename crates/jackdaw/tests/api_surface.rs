@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{test_opts, tmpdir};
+use common::{test_opts, TestDb};
 use jackdaw::{Env, Range, ReadCursor, ReadTxn, ReadValues, WriteCursor, WriteRange, WriteTxn, WriteValues};
 
 fn is_send_sync_clone<T: Send + Sync + Clone>() {}
@@ -41,8 +41,8 @@ fn thread_safety_contract() {
 
 #[test]
 fn reads_on_a_write_transaction_take_shared_references() {
-    let dir = tmpdir("api-surface");
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let dir = TestDb::dir("api-surface");
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     let m = tx.create_multi_tree("m").unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{seed, tmpdir, Rng};
+use common::{seed, Rng, TestDb};
 use jackdaw::{BackupOptions, Env, Error, Options};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +45,7 @@ fn journal_files(dir: &Path) -> usize {
 /// A database with a plain tree (with overflow values and deletions), a multi tree, an empty tree.
 fn sample(dir: &Path, seed: u64) -> Env {
     let env = Env::open(dir, Options::default()).unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("plain").unwrap();
     let m = tx.create_multi_tree("multi").unwrap();
@@ -70,15 +70,15 @@ fn sample(dir: &Path, seed: u64) -> Env {
 #[test]
 fn backup_copy_opens_checks_and_equals_the_source() {
     let s = seed();
-    let dir = tmpdir("backup-plain");
-    let env = sample(&dir.join("db"), s);
+    let dir = TestDb::dir("backup-plain");
+    let env = sample(&dir.path().join("db"), s);
     let before = content(&env);
-    let stats = env.backup_to(dir.join("copy")).unwrap();
+    let stats = env.backup_to(dir.path().join("copy")).unwrap();
     assert_eq!(stats.txid, env.stats().last_committed_txid);
-    assert_eq!(stats.bytes, std::fs::metadata(dir.join("copy/data.jdb")).unwrap().len());
-    assert_eq!(journal_files(&dir.join("copy")), 0, "a backup writes no journal");
+    assert_eq!(stats.bytes, std::fs::metadata(dir.path().join("copy/data.jdb")).unwrap().len());
+    assert_eq!(journal_files(&dir.path().join("copy")), 0, "a backup writes no journal");
     assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains("tmp")));
-    let copy = Env::open(dir.join("copy"), Options::default()).unwrap();
+    let copy = Env::open(dir.path().join("copy"), Options::default()).unwrap();
     copy.check().unwrap().into_result().unwrap();
     assert_eq!(copy.stats().last_committed_txid, stats.txid);
     assert_eq!(content(&copy), before);
@@ -88,21 +88,21 @@ fn backup_copy_opens_checks_and_equals_the_source() {
     tx.put(&t, "new", "x").unwrap();
     tx.commit().unwrap();
     copy.close().unwrap();
-    let copy = Env::open(dir.join("copy"), Options::default()).unwrap();
+    let copy = Env::open(dir.path().join("copy"), Options::default()).unwrap();
     copy.check().unwrap().into_result().unwrap();
 }
 
 #[test]
 fn compacted_copy_equals_the_source_and_is_small() {
     let s = seed();
-    let dir = tmpdir("backup-compact");
-    let env = sample(&dir.join("db"), s);
+    let dir = TestDb::dir("backup-compact");
+    let env = sample(&dir.path().join("db"), s);
     let before = content(&env);
-    let stats = env.backup_to_with(dir.join("copy"), BackupOptions::default().compact(true)).unwrap();
+    let stats = env.backup_to_with(dir.path().join("copy"), BackupOptions::default().compact(true)).unwrap();
     assert_eq!(stats.txid, env.stats().last_committed_txid);
-    assert_eq!(journal_files(&dir.join("copy")), 0);
-    assert!(!dir.join("copy/compact.work").exists(), "the scratch database is removed");
-    let copy = Env::open(dir.join("copy"), Options::default()).unwrap();
+    assert_eq!(journal_files(&dir.path().join("copy")), 0);
+    assert!(!dir.path().join("copy/compact.work").exists(), "the scratch database is removed");
+    let copy = Env::open(dir.path().join("copy"), Options::default()).unwrap();
     copy.check().unwrap().into_result().unwrap();
     assert_eq!(copy.stats().last_committed_txid, stats.txid);
     assert_eq!(content(&copy), before);
@@ -114,19 +114,19 @@ fn compacted_copy_equals_the_source_and_is_small() {
 #[test]
 fn compaction_gets_the_space_of_deleted_data_back() {
     let s = seed();
-    let dir = tmpdir("backup-compact-size");
-    let mut rng = Rng(s);
+    let dir = TestDb::dir("backup-compact-size");
+    let mut rng = Rng::new(s);
     let n = 100_000u64;
     let keys: Vec<[u8; 16]> = (0..n)
         .map(|_| {
             let mut k = [0u8; 16];
-            k[..8].copy_from_slice(&rng.next().to_be_bytes());
-            k[8..].copy_from_slice(&rng.next().to_be_bytes());
+            k[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
+            k[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
             k
         })
         .collect();
     let value = [7u8; 100];
-    let env = Env::open(dir.join("db"), Options::default()).unwrap();
+    let env = Env::open(dir.path().join("db"), Options::default()).unwrap();
     for chunk in keys.chunks(10_000) {
         let mut tx = env.write().unwrap();
         let t = match tx.open_tree("t").unwrap() {
@@ -148,13 +148,13 @@ fn compaction_gets_the_space_of_deleted_data_back() {
     tx.commit().unwrap();
     env.flush().unwrap();
     let source = env.stats().data_file_bytes;
-    env.backup_to_with(dir.join("copy"), BackupOptions::default().compact(true)).unwrap();
-    let copy = dir_bytes(&dir.join("copy"));
+    env.backup_to_with(dir.path().join("copy"), BackupOptions::default().compact(true)).unwrap();
+    let copy = dir_bytes(&dir.path().join("copy"));
 
     let mut survivors: Vec<[u8; 16]> = keys.iter().step_by(10).copied().collect();
     survivors.sort();
     survivors.dedup();
-    let seq = Env::open(dir.join("seq"), Options::default()).unwrap();
+    let seq = Env::open(dir.path().join("seq"), Options::default()).unwrap();
     let mut tx = seq.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     for k in &survivors {
@@ -163,7 +163,7 @@ fn compaction_gets_the_space_of_deleted_data_back() {
     tx.commit().unwrap();
     seq.close().unwrap();
     drop(seq);
-    let seq = dir_bytes(&dir.join("seq"));
+    let seq = dir_bytes(&dir.path().join("seq"));
     println!("source data file {source} B, compacted copy {copy} B, sequential load {seq} B");
     assert!(copy < source / 4, "compaction must give the space back: {copy} of {source}");
     assert!(copy as f64 <= seq as f64 * 1.05, "compacted {copy} B vs sequential load {seq} B");
@@ -181,32 +181,32 @@ fn dir_bytes(dir: &Path) -> u64 {
 #[test]
 fn stream_round_trip_and_damaged_streams() {
     let s = seed();
-    let dir = tmpdir("backup-stream");
-    let env = sample(&dir.join("db"), s);
+    let dir = TestDb::dir("backup-stream");
+    let env = sample(&dir.path().join("db"), s);
     let before = content(&env);
     let mut stream = Vec::new();
     let sent = env.backup_to_writer(&mut stream).unwrap();
     assert_eq!(sent.bytes, stream.len() as u64);
     assert_eq!(&stream[..8], b"JKDWBKUP");
-    let got = jackdaw::restore_from(&stream[..], dir.join("restored")).unwrap();
+    let got = jackdaw::restore_from(&stream[..], dir.path().join("restored")).unwrap();
     assert_eq!(got, sent);
-    let copy = Env::open(dir.join("restored"), Options::default()).unwrap();
+    let copy = Env::open(dir.path().join("restored"), Options::default()).unwrap();
     copy.check().unwrap().into_result().unwrap();
     assert_eq!(content(&copy), before);
     assert_eq!(copy.stats().last_committed_txid, sent.txid);
     drop(copy);
 
     // Into a directory that is not empty: refused, nothing touched.
-    let e = jackdaw::restore_from(&stream[..], dir.join("restored")).unwrap_err();
+    let e = jackdaw::restore_from(&stream[..], dir.path().join("restored")).unwrap_err();
     assert!(matches!(e, Error::Invalid(_)), "{e:?}");
 
     // A flipped byte anywhere (header, run header, page, checksum), a cut, another magic.
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     for round in 0..20 {
         let mut bad = stream.clone();
         let at = if round == 0 { 20 } else { rng.below(bad.len() as u64) as usize };
         bad[at] ^= 1 << rng.below(8);
-        let dest = dir.join(format!("bad{round}"));
+        let dest = dir.path().join(format!("bad{round}"));
         let e = jackdaw::restore_from(&bad[..], &dest).unwrap_err();
         assert!(
             matches!(e, Error::Corrupted { .. } | Error::NotADatabase(_) | Error::IncompatibleFormat(_)),
@@ -215,13 +215,16 @@ fn stream_round_trip_and_damaged_streams() {
         assert!(!dest.exists(), "a failed restore leaves no directory");
     }
     for cut in [0, 10, 48, 100, stream.len() / 2, stream.len() - 1] {
-        let dest = dir.join(format!("cut{cut}"));
+        let dest = dir.path().join(format!("cut{cut}"));
         let e = jackdaw::restore_from(&stream[..cut], &dest).unwrap_err();
         assert!(matches!(e, Error::Corrupted { .. }), "cut at {cut}: {e:?}");
         assert!(!dest.exists());
     }
-    let e = jackdaw::restore_from(&b"not a backup at all, just some text here padding to 48+ bytes"[..], dir.join("x"))
-        .unwrap_err();
+    let e = jackdaw::restore_from(
+        &b"not a backup at all, just some text here padding to 48+ bytes"[..],
+        dir.path().join("x"),
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::NotADatabase(_)), "{e:?}");
     // Nothing left behind but the good copy and the source.
     let names: Vec<String> =
@@ -232,15 +235,16 @@ fn stream_round_trip_and_damaged_streams() {
 #[test]
 fn compacted_stream_restores_to_the_same_content() {
     let s = seed();
-    let dir = tmpdir("backup-stream-compact");
-    let env = sample(&dir.join("db"), s);
+    let dir = TestDb::dir("backup-stream-compact");
+    let env = sample(&dir.path().join("db"), s);
     let mut plain = Vec::new();
     env.backup_to_writer(&mut plain).unwrap();
     let mut packed = Vec::new();
-    let sent = env.backup_to_writer_with(&mut packed, BackupOptions::default().compact(true).work_dir(&*dir)).unwrap();
+    let sent =
+        env.backup_to_writer_with(&mut packed, BackupOptions::default().compact(true).work_dir(dir.path())).unwrap();
     assert!(packed.len() < plain.len(), "compacted {} vs plain {}", packed.len(), plain.len());
-    jackdaw::restore_from(&packed[..], dir.join("restored")).unwrap();
-    let copy = Env::open(dir.join("restored"), Options::default()).unwrap();
+    jackdaw::restore_from(&packed[..], dir.path().join("restored")).unwrap();
+    let copy = Env::open(dir.path().join("restored"), Options::default()).unwrap();
     copy.check().unwrap().into_result().unwrap();
     assert_eq!(content(&copy), content(&env));
     assert_eq!(copy.stats().last_committed_txid, sent.txid);
@@ -254,15 +258,15 @@ fn compacted_stream_restores_to_the_same_content() {
 #[test]
 fn hot_backup_while_a_writer_commits() {
     let s = seed();
-    let dir = tmpdir("backup-hot");
-    let env = Env::open(dir.join("db"), Options::default()).unwrap();
+    let dir = TestDb::dir("backup-hot");
+    let env = Env::open(dir.path().join("db"), Options::default()).unwrap();
     {
         // Some bulk first, so the copy takes a while.
         let mut tx = env.write().unwrap();
         let t = tx.create_tree("bulk").unwrap();
-        let mut rng = Rng(s);
+        let mut rng = Rng::new(s);
         for i in 0..60_000u32 {
-            tx.put(&t, rng.next().to_be_bytes(), vec![i as u8; 200]).unwrap();
+            tx.put(&t, rng.next_u64().to_be_bytes(), vec![i as u8; 200]).unwrap();
         }
         tx.create_tree("log").unwrap();
         tx.commit().unwrap();
@@ -296,17 +300,17 @@ fn hot_backup_while_a_writer_commits() {
     while ids.lock().unwrap().len() < 10 {
         std::thread::yield_now();
     }
-    let plain = env.backup_to(dir.join("plain")).unwrap();
-    let packed = env.backup_to_with(dir.join("packed"), BackupOptions::default().compact(true)).unwrap();
+    let plain = env.backup_to(dir.path().join("plain")).unwrap();
+    let packed = env.backup_to_with(dir.path().join("packed"), BackupOptions::default().compact(true)).unwrap();
     let mut stream = Vec::new();
     let streamed = env.backup_to_writer(&mut stream).unwrap();
     stop.store(true, Ordering::Relaxed);
     let commits = writer.join().unwrap().unwrap();
-    jackdaw::restore_from(&stream[..], dir.join("streamed")).unwrap();
+    jackdaw::restore_from(&stream[..], dir.path().join("streamed")).unwrap();
     println!("writer committed {commits} transactions during the backups");
     let ids = ids.lock().unwrap().clone();
     for (name, stats) in [("plain", plain), ("packed", packed), ("streamed", streamed)] {
-        let copy = Env::open(dir.join(name), Options::default()).unwrap();
+        let copy = Env::open(dir.path().join(name), Options::default()).unwrap();
         copy.check().unwrap().into_result().unwrap();
         let r = copy.read().unwrap();
         let log = r.open_tree("log").unwrap().unwrap();
@@ -331,13 +335,13 @@ fn a_copy_takes_writes_and_recovers_from_a_crash() {
     let mem = MemStorage::new();
     let opts = || Options::default().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual);
     let env = Env::open("/src", opts()).unwrap();
-    let mut rng = Rng(s);
+    let mut rng = Rng::new(s);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     for _ in 0..20_000 {
         let k = rng.below(50_000).to_be_bytes().to_vec();
-        let v = vec![rng.next() as u8; rng.below(300) as usize];
+        let v = vec![rng.next_u64() as u8; rng.below(300) as usize];
         tx.put(&t, &k, &v).unwrap();
         model.insert(k, v);
     }

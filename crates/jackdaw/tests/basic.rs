@@ -4,7 +4,7 @@ use jackdaw::{Durability, Env, Error, FlusherMode, Options};
 
 #[test]
 fn commit_read_reopen() {
-    let dir = tmpdir("basic");
+    let dir = TestDb::dir("basic");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let pages: Vec<u64> = (0..10).map(|i| alloc(&mut tx, i)).collect();
@@ -29,12 +29,13 @@ fn commit_read_reopen() {
         assert_eq!(read_value(&r, *p), i as u64);
     }
     drop(r);
+    dir.raw_pages(pages.clone());
     check_pages(&env, pages);
 }
 
 #[test]
 fn abort_discards_pages_and_allocations() {
-    let dir = tmpdir("abort");
+    let dir = TestDb::dir("abort");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let a = alloc(&mut tx, 1);
@@ -54,12 +55,13 @@ fn abort_discards_pages_and_allocations() {
     assert_eq!(before.next_page, after.next_page);
     assert_eq!(before.free_pages, after.free_pages);
     assert_eq!(read_value(&env.read().unwrap(), a), 1);
+    dir.raw_pages([a]);
     check_pages(&env, [a]);
 }
 
 #[test]
 fn second_open_is_locked() {
-    let dir = tmpdir("locked");
+    let dir = TestDb::dir("locked");
     let env = Env::open(&dir, test_opts()).unwrap();
     assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked { .. })));
     drop(env);
@@ -68,7 +70,7 @@ fn second_open_is_locked() {
 
 #[test]
 fn try_write_is_busy_while_writing() {
-    let dir = tmpdir("busy");
+    let dir = TestDb::dir("busy");
     let env = Env::open(&dir, test_opts()).unwrap();
     let tx = env.write().unwrap();
     assert!(matches!(env.try_write(), Err(Error::Busy(_))));
@@ -78,7 +80,7 @@ fn try_write_is_busy_while_writing() {
 
 #[test]
 fn closed_env_refuses_transactions_but_snapshots_read_on() {
-    let dir = tmpdir("closed");
+    let dir = TestDb::dir("closed");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let a = alloc(&mut tx, 5);
@@ -94,12 +96,13 @@ fn closed_env_refuses_transactions_but_snapshots_read_on() {
     drop(r);
     let env3 = Env::open(&dir, test_opts()).unwrap();
     assert_eq!(read_value(&env3.read().unwrap(), a), 5);
+    dir.raw_pages([a]);
     check_pages(&env3, [a]);
 }
 
 #[test]
 fn snapshot_sees_its_version_across_commits_and_flushes() {
-    let dir = tmpdir("snap");
+    let dir = TestDb::dir("snap");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let a = alloc(&mut tx, 0);
@@ -123,12 +126,13 @@ fn snapshot_sees_its_version_across_commits_and_flushes() {
     env.flush().unwrap();
     assert_eq!(env.stats().scratch_bytes, 0, "everything flushed once the reader is gone");
     assert_eq!(read_value(&env.read().unwrap(), a), 50);
+    dir.raw_pages([a]);
     check_pages(&env, [a]);
 }
 
 #[test]
 fn freed_pages_are_reused_and_old_readers_keep_old_content() {
-    let dir = tmpdir("reuse");
+    let dir = TestDb::dir("reuse");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let a = alloc(&mut tx, 7);
@@ -147,12 +151,13 @@ fn freed_pages_are_reused_and_old_readers_keep_old_content() {
     drop(r);
     env.flush().unwrap();
     assert_eq!(read_value(&env.read().unwrap(), a), 8);
+    dir.raw_pages([b]);
     check_pages(&env, [b]);
 }
 
 #[test]
 fn durability_modes_and_overrides() {
-    let dir = tmpdir("modes");
+    let dir = TestDb::dir("modes");
     let env = Env::open(&dir, test_opts().durability(Durability::None).flusher(FlusherMode::Manual)).unwrap();
     let mut pages = Vec::new();
     for (i, d) in [Durability::None, Durability::Buffered, Durability::None, Durability::Sync].into_iter().enumerate() {
@@ -170,12 +175,13 @@ fn durability_modes_and_overrides() {
         assert_eq!(read_value(&r, *p), i as u64);
     }
     drop(r);
+    dir.raw_pages(pages.clone());
     check_pages(&env, pages);
 }
 
 #[test]
 fn many_commits_rotate_and_recycle_journal_files() {
-    let dir = tmpdir("rotate");
+    let dir = TestDb::dir("rotate");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let pages: Vec<u64> = (0..40).map(|i| alloc(&mut tx, i)).collect();
@@ -202,12 +208,13 @@ fn many_commits_rotate_and_recycle_journal_files() {
     check_pages(&env, pages.clone());
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
+    dir.raw_pages(pages.clone());
     check_pages(&env, pages);
 }
 
 #[test]
 fn options_are_validated() {
-    let dir = tmpdir("opts");
+    let dir = TestDb::dir("opts");
     assert!(matches!(Env::open(&dir, Options::default().page_size(1000)), Err(Error::Invalid(_))));
     let env = Env::open(&dir, test_opts().page_size(16384)).unwrap();
     assert_eq!(env.stats().page_size, 16384);
@@ -260,7 +267,7 @@ fn big_sync_commit_writes_pages_once_and_recovers() {
 /// transaction t must see the version t stamped.
 #[test]
 fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
-    let dir = tmpdir("pipeline");
+    let dir = TestDb::dir("pipeline");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let a = alloc(&mut tx, 0);
@@ -306,6 +313,7 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
         assert!(r.join().unwrap() > 0);
     }
     env.flush().unwrap();
+    dir.raw_pages([a]);
     check_pages(&env, [a]);
 }
 
@@ -313,7 +321,7 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
 /// the file grows although no commit runs after that one (a 64 MiB file by an eighth).
 #[test]
 fn background_flusher_grows_the_data_file_ahead_of_the_writer() {
-    let dir = tmpdir("grow-ahead");
+    let dir = TestDb::dir("grow-ahead");
     // No flush on the way: only the growth wakes the thread.
     let o = test_opts().flush_threshold_bytes(1 << 40).flush_idle(std::time::Duration::from_secs(3600));
     let env = Env::open(&dir, o).unwrap();
@@ -339,5 +347,6 @@ fn background_flusher_grows_the_data_file_ahead_of_the_writer() {
     check_pages(&env, pages.clone());
     drop(env);
     let env = Env::open(&dir, test_opts()).unwrap();
+    dir.raw_pages(pages.clone());
     check_pages(&env, pages);
 }

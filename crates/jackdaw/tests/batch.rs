@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 #[test]
 fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
-    let dir = tmpdir("batches");
+    let dir = TestDb::dir("batches");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -79,7 +79,7 @@ fn eight_threads_of_batches_commit_exactly_once_in_order_with_group_commit() {
 
 #[test]
 fn a_bad_batch_fails_alone_and_errors_are_typed() {
-    let dir = tmpdir("badbatch");
+    let dir = TestDb::dir("badbatch");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();

@@ -50,7 +50,7 @@ impl Read for Pattern {
 #[test]
 fn a_256_mib_value_streams_in_and_out_with_little_heap() {
     const LEN: u64 = 256 << 20;
-    let dir = tmpdir("bigvalue");
+    let dir = TestDb::dir("bigvalue");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("blobs").unwrap();

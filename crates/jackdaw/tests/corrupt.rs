@@ -5,7 +5,6 @@
 //! `read_file` / `write_file`, crash images with `deep_clone`).
 
 mod common;
-mod support;
 
 use common::*;
 use jackdaw::internals::{MemStorage, Storage};
@@ -13,7 +12,6 @@ use jackdaw::{Env, Error, FlusherMode, Options};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::*;
 
 const PS: usize = 4096;
 
@@ -27,20 +25,28 @@ const KINDS: [Kind; 2] = [Kind::Disk, Kind::Mem];
 /// A database directory on one of the backends.
 #[derive(Clone, Debug)]
 enum Db {
-    Disk(Arc<TmpDir>),
+    Disk(Arc<TestDb>),
     Mem(MemStorage, PathBuf),
+}
+
+/// The fixture's directory, not checked on drop: every test here damages its files on purpose
+/// (foreign bytes, torn or forged headers, journal junk) and asserts what open and check() say.
+fn damaged_dir(name: &str) -> TestDb {
+    let d = TestDb::dir(name);
+    d.skip_check("corrupt.rs damages the files on purpose");
+    d
 }
 
 impl Db {
     fn new(kind: Kind, name: &str) -> Db {
         match kind {
-            Kind::Disk => Db::Disk(Arc::new(tmpdir(name))),
+            Kind::Disk => Db::Disk(Arc::new(damaged_dir(name))),
             Kind::Mem => Db::Mem(MemStorage::new(), PathBuf::from(format!("/mem/{name}"))),
         }
     }
     fn dir(&self) -> &Path {
         match self {
-            Db::Disk(d) => d,
+            Db::Disk(d) => d.path(),
             Db::Mem(_, d) => d,
         }
     }
@@ -97,8 +103,8 @@ impl Db {
     fn image(&self, name: &str) -> Db {
         match self {
             Db::Disk(d) => {
-                let to = tmpdir(name);
-                copy_dir(d, &to);
+                let to = damaged_dir(name);
+                copy_dir(d.path(), to.path());
                 Db::Disk(Arc::new(to))
             }
             Db::Mem(m, d) => Db::Mem(m.deep_clone(), d.clone()),
@@ -106,7 +112,7 @@ impl Db {
     }
     fn remove(&self) {
         if let Db::Disk(d) = self {
-            let _ = std::fs::remove_dir_all::<&Path>(d);
+            let _ = std::fs::remove_dir_all(d.path());
         }
     }
 }
@@ -170,7 +176,7 @@ fn reseal(slot: &mut [u8]) {
 fn random_bytes_are_not_a_database() {
     let seed = seed_or("random_bytes_are_not_a_database", 0xbad_da7a);
     let _g = OnPanic(format!("random_bytes_are_not_a_database: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         for len in [1usize, 100, 4095, 4096, 8192, 12288, 64 << 10, 300_000] {
             let db = Db::new(kind, "random");
@@ -202,7 +208,7 @@ fn zeroed_file_is_not_a_database() {
 #[test]
 fn our_magic_with_garbage_is_corrupted() {
     let seed = seed_or("our_magic_with_garbage_is_corrupted", 0x3a61c);
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         let db = Db::new(kind, "magic");
         let mut bytes = vec![0u8; 64 << 10];
@@ -580,7 +586,7 @@ fn damaged_journal_records() {
 #[test]
 fn stray_journal_files_are_ignored() {
     let seed = seed_or("stray_journal_files_are_ignored", 0x57a7);
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     for kind in KINDS {
         let db = Db::new(kind, "stray");
         let (live, _) = make_db(&db);

@@ -25,6 +25,7 @@
 //!
 //! Seeded (printed; `JACKDAW_SEED` replays the masks and mutations).
 
+mod common;
 mod fault;
 
 use fault::*;

@@ -12,12 +12,9 @@
 //! sync of the recovery a second image is taken, which must recover to the same state.
 
 mod common;
-#[path = "support/gate.rs"]
-mod gate;
-mod support;
 
+use common::gate::{GatedStorage, Point, ReleaseOnDrop};
 use common::*;
-use gate::{GatedStorage, Point, ReleaseOnDrop};
 use jackdaw::internals::SyncSite;
 use jackdaw::internals::PAGE_HEADER;
 use jackdaw::{Durability, Env, FlusherMode, Options, ReadTxn, WriteTxn};
@@ -26,7 +23,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::*;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -77,9 +73,10 @@ struct Knowledge {
     durable: u64,
 }
 
-/// Open a crash image; return the recovered transaction after checking it against `k`.
-fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
-    let env = Env::open(dir, opts()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+/// Open a crash image; return the recovered transaction after checking it against `k`. Its live
+/// pages become the fixture's drop check's.
+fn verify_image(db: &TestDb, k: &Knowledge, what: &str) -> u64 {
+    let env = Env::open(db, opts()).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let r = env.read().unwrap();
     let t = r.txid().get();
     let started = *k.states.keys().next_back().unwrap();
@@ -89,6 +86,7 @@ fn verify_image(dir: &Path, k: &Knowledge, what: &str) -> u64 {
         k.durable
     );
     let m = &k.states[&t];
+    db.raw_pages(m.keys().copied());
     verify_state(&r, m, what);
     drop(r);
     check_with_what(&env, m, what);
@@ -128,13 +126,13 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
             break;
         }
         let held = gs.gate.held();
-        let img2 = tmpdir("crash-points-r");
-        copy_dir(base, &img2);
+        let img2 = TestDb::dir("crash-points-r");
+        copy_dir(base, img2.path());
         gs.gate.step_and_wait();
         let w = format!("{what}, then crashed in recovery at {held:?}");
         let t2 = verify_image(&img2, k, &w);
         assert_eq!(t2, t, "{w}");
-        let _ = std::fs::remove_dir_all(&img2);
+        drop(img2);
         n += 1;
     }
     gs.gate.release();
@@ -145,13 +143,13 @@ fn crash_recovery(base: &Path, t: u64, k: &Knowledge, what: &str) -> usize {
 
 /// Run the workload of `seed`, imaging every sync. Returns (images, recovery images).
 fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
-    let dir = tmpdir("crash-points");
+    let dir = TestDb::dir("crash-points");
     let gs = GatedStorage::new();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     gs.gate.arm(Point::AnySync);
     let know = Arc::new(Mutex::new(Knowledge { states: BTreeMap::from([(0, Model::new())]), durable: 0 }));
     let done = Arc::new(AtomicBool::new(false));
-    let (d, g, kn, dn) = (dir.to_path_buf(), gs.clone(), know.clone(), done.clone());
+    let (d, g, kn, dn) = (dir.path().to_path_buf(), gs.clone(), know.clone(), done.clone());
     let worker = std::thread::spawn(move || {
         struct Done(Arc<AtomicBool>);
         impl Drop for Done {
@@ -160,7 +158,7 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
             }
         }
         let _done = Done(dn);
-        let mut rng = XorShift::new(seed);
+        let mut rng = Rng::new(seed);
         let env = Env::open(&d, opts().journal_files_kept(rng.below(3) as usize).storage(Arc::new(g))).unwrap();
         let mut live = Model::new();
         for txid in 1..=commits {
@@ -218,25 +216,26 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
         }
         let held = gs.gate.held();
         let k = know.lock().unwrap().clone();
-        let img = tmpdir("crash-points-img");
-        copy_dir(&dir, &img);
+        let img = TestDb::dir("crash-points-img");
+        copy_dir(dir.path(), img.path());
         gs.gate.step_and_wait();
-        let pristine = tmpdir("crash-points-rbase");
-        copy_dir(&img, &pristine);
+        let pristine = TestDb::dir("crash-points-rbase");
+        copy_dir(img.path(), pristine.path());
         let what = format!(
             "seed {seed}: crash at {held:?} (image {images}, durable {}, started {})",
             k.durable,
             k.states.keys().next_back().unwrap()
         );
         let t = verify_image(&img, &k, &what);
-        rimages += crash_recovery(&pristine, t, &k, &what);
-        let _ = std::fs::remove_dir_all(&pristine);
+        rimages += crash_recovery(pristine.path(), t, &k, &what);
+        pristine.raw_pages(k.states[&t].keys().copied());
+        drop(pristine);
         for h in held {
             if let Point::Sync(s) = h {
                 *sites.entry(s.name().to_string()).or_default() += 1;
             }
         }
-        let _ = std::fs::remove_dir_all(&img);
+        drop(img);
         images += 1;
     }
     gs.gate.release();
@@ -244,8 +243,8 @@ fn run(seed: u64, commits: u64) -> (usize, usize, BTreeMap<String, usize>) {
     let env = Env::open(&dir, opts()).unwrap();
     verify_state(&env.read().unwrap(), &live, "final");
     check_with_what(&env, &live, "final");
+    dir.raw_pages(live.keys().copied());
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
     (images, rimages, sites)
 }
 
@@ -287,7 +286,7 @@ fn crash_image_at_every_sync_point() {
 #[test]
 fn crash_between_flush_page_writes_and_header_recovers() {
     for site in [SyncSite::Header, SyncSite::DataFlush] {
-        let dir = tmpdir("midflush");
+        let dir = TestDb::dir("midflush");
         let gs = GatedStorage::new();
         let env = Env::open(&dir, opts().storage(Arc::new(gs.clone()))).unwrap();
         let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -304,8 +303,8 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         let e = env.clone();
         let flush = std::thread::spawn(move || e.flush());
         assert!(gs.gate.wait_blocked(DEADLINE));
-        let img = tmpdir("midflush-img");
-        copy_dir(&dir, &img);
+        let img = TestDb::dir("midflush-img");
+        copy_dir(dir.path(), img.path());
         gs.gate.release();
         flush.join().unwrap().unwrap();
         drop(env);
@@ -317,8 +316,8 @@ fn crash_between_flush_page_writes_and_header_recovers() {
         assert_eq!((p[200], p[300], p[400]), (2, 3, 4));
         drop(r);
         check_pages(&env, [a]);
+        dir.raw_pages([a]);
+        img.raw_pages([a]);
         drop(env);
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&img);
     }
 }

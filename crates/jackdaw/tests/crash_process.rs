@@ -18,7 +18,6 @@
 //! the child's work where SIGKILL lands is up to the OS scheduler).
 
 mod common;
-mod support;
 
 use common::*;
 use jackdaw::internals::{PageKind, PAGE_HEADER};
@@ -27,7 +26,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
-use support::*;
 
 const ENV_DIR: &str = "JACKDAW_CHILD_DIR";
 const ENV_SEED: &str = "JACKDAW_CHILD_SEED";
@@ -81,7 +79,9 @@ fn child_opts(flusher: &str) -> Options {
 }
 
 /// Verify a database at rest: returns (txid, counter). Panics with the details otherwise.
-fn verify_db(dir: &Path) -> (u64, u64) {
+/// Recover the database of `db` and verify it; its live pages become the fixture's drop check's.
+fn verify_db(db: &TestDb) -> (u64, u64) {
+    let dir = db.path();
     let env = Env::open(dir, test_opts()).unwrap_or_else(|e| panic!("recovery of {} failed: {e}", dir.display()));
     let r = env.read().unwrap();
     let txid = r.txid().get();
@@ -91,7 +91,9 @@ fn verify_db(dir: &Path) -> (u64, u64) {
     }
     let anchored = r.next_page() > ANCHOR;
     drop(r);
-    check_pages(&env, pages.into_iter().chain(anchored.then_some(ANCHOR)));
+    let live: Vec<u64> = pages.into_iter().chain(anchored.then_some(ANCHOR)).collect();
+    db.raw_pages(live.clone());
+    check_pages(&env, live);
     env.close().unwrap();
     (txid, counter)
 }
@@ -113,7 +115,7 @@ fn child_writer() {
     let mode = std::env::var(ENV_MODE).unwrap();
     let flusher = std::env::var(ENV_FLUSHER).unwrap();
     let abort_at: Option<u64> = mode.strip_prefix("abort:").map(|n| n.parse().unwrap());
-    let mut rng = XorShift::new(seed);
+    let mut rng = Rng::new(seed);
     let out = std::io::stdout();
     let say = |line: String| {
         let mut o = out.lock();
@@ -262,8 +264,8 @@ fn drain(c: &mut ChildProc, mut last: Known, expect_open: Known) -> Known {
 fn sigkill_loses_no_acknowledged_commit() {
     let seed = seed_or("sigkill_loses_no_acknowledged_commit", 0x5eed_c0de);
     let _g = OnPanic(format!("sigkill_loses_no_acknowledged_commit: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
-    let dir = tmpdir("crash-proc");
+    let mut rng = Rng::new(seed);
+    let dir = TestDb::dir("crash-proc");
     // The state the database recovers to (verified on a copy after each round).
     let mut known = Known { txid: 0, counter: 0 };
     let mut stats = (0u64, 0u64, 0u64); // kills, acks, rounds where the unacked commit survived
@@ -273,7 +275,7 @@ fn sigkill_loses_no_acknowledged_commit() {
         let kill_after = if rng.chance(1, 6) { 0 } else { rng.range(1, 150) };
         let child_seed = rng.next_u64();
         let _r = OnPanic(format!("round {round}: {flusher} flusher, kill after {kill_after} ACKs, known {known:?}"));
-        let mut c = ChildProc::spawn(&dir, child_seed, "kill", flusher);
+        let mut c = ChildProc::spawn(dir.path(), child_seed, "kill", flusher);
         let mut last = known;
         let mut acks = 0u64;
         let mut opened = false;
@@ -309,10 +311,10 @@ fn sigkill_loses_no_acknowledged_commit() {
         stats.1 += last.counter - known.counter;
 
         // Verify a copy: the crashed original is what the next child recovers.
-        let copy = tmpdir("crash-proc-verify");
-        copy_dir(&dir, &copy);
+        let copy = TestDb::dir("crash-proc-verify");
+        copy_dir(dir.path(), copy.path());
         let (txid, counter) = verify_db(&copy);
-        let _ = std::fs::remove_dir_all(&copy);
+        drop(copy);
         assert!(
             counter == last.counter || counter == last.counter + 1,
             "recovered counter {counter} (txid {txid}); last acknowledged {last:?}"
@@ -330,22 +332,21 @@ fn sigkill_loses_no_acknowledged_commit() {
         "{} kills, {} acknowledged commits, {} rounds where the unacknowledged last commit survived; final state {known:?}",
         stats.0, stats.1, stats.2
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn abort_right_after_commit_loses_nothing() {
     let seed = seed_or("abort_right_after_commit_loses_nothing", 0xab0_57ed);
     let _g = OnPanic(format!("abort_right_after_commit_loses_nothing: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
-    let dir = tmpdir("crash-abort");
+    let mut rng = Rng::new(seed);
+    let dir = TestDb::dir("crash-abort");
     let mut known = Known { txid: 0, counter: 0 };
     for round in 0..3 {
         let flusher = if round % 2 == 0 { "manual" } else { "background" };
         let n = rng.range(1, 80);
         let target = known.counter + n;
         let _r = OnPanic(format!("round {round}: {flusher} flusher, abort at counter {target}"));
-        let mut c = ChildProc::spawn(&dir, rng.next_u64(), &format!("abort:{target}"), flusher);
+        let mut c = ChildProc::spawn(dir.path(), rng.next_u64(), &format!("abort:{target}"), flusher);
         let last = drain(&mut c, known, known);
         let (st, err) = c.finish();
         assert!(!st.success(), "the child aborted: {st}; stderr:\n{err}");
@@ -355,5 +356,4 @@ fn abort_right_after_commit_loses_nothing() {
         assert_eq!(Known { txid, counter }, last);
         known = last;
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,8 +17,8 @@
 //! In every case the process's open descriptors stay under a small bound (`/proc/self/fd`).
 
 mod common;
+use common::TestDb;
 
-use common::tmpdir;
 use jackdaw::{Durability, Env, Error, FlusherMode, Options};
 use std::path::Path;
 use std::process::Command;
@@ -239,20 +239,20 @@ fn recovery_open(dir: &Path, bound: usize) {
 
 #[test]
 fn a_long_reader_meets_the_pinned_limit_not_the_descriptor_limit() {
-    let dir = tmpdir("fd-long-reader");
-    child_ok("long_reader", &dir);
+    let dir = TestDb::dir("fd-long-reader");
+    child_ok("long_reader", dir.path());
 }
 
 #[test]
 fn tiny_journal_files_do_not_exhaust_descriptors() {
-    let dir = tmpdir("fd-tiny");
-    child_ok("tiny_files", &dir);
+    let dir = TestDb::dir("fd-tiny");
+    child_ok("tiny_files", dir.path());
 }
 
 #[test]
 fn recovery_reads_thousands_of_journal_files_one_at_a_time() {
-    let dir = tmpdir("fd-recovery");
-    let text = run_child("recovery_write", &dir);
+    let dir = TestDb::dir("fd-recovery");
+    let text = run_child("recovery_write", dir.path());
     assert!(text.contains("CASE recovery_write OK"), "the writing child failed:\n{text}");
-    child_ok("recovery_open", &dir);
+    child_ok("recovery_open", dir.path());
 }

@@ -14,6 +14,7 @@
 mod common;
 mod fault;
 
+use common::tmpdir;
 use fault::inject::{Call, FaultStorage};
 use jackdaw::internals::MemStorage;
 use jackdaw::{Durability, Env, Error, FlusherMode, Options};
@@ -165,7 +166,7 @@ impl Drop for Mount {
 
 #[test]
 fn a_full_small_file_system_loses_nothing_and_recovers_when_space_is_freed() {
-    let at = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("tmpfs-full-{}", std::process::id()));
+    let at = tmpdir("tmpfs-full").keep();
     let mount = match Mount::tmpfs(&at, "24m") {
         Ok(m) => m,
         Err(why) => {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{test_opts, tmpdir};
+use common::{test_opts, TestDb};
 use jackdaw::{Durability, Env, Error, FlusherMode};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -25,8 +25,8 @@ fn put(env: &Env, i: u32) -> u64 {
 #[test]
 fn sync_makes_buffered_commits_durable_with_one_device_sync() {
     for durability in [Durability::Buffered, Durability::None] {
-        let dir = tmpdir("env-sync");
-        let env = Env::open(&*dir, test_opts().durability(durability).flusher(FlusherMode::Manual)).unwrap();
+        let dir = TestDb::dir("env-sync");
+        let env = Env::open(dir.path(), test_opts().durability(durability).flusher(FlusherMode::Manual)).unwrap();
         let mut last = 0;
         for i in 0..20 {
             last = put(&env, i);
@@ -45,8 +45,8 @@ fn sync_makes_buffered_commits_durable_with_one_device_sync() {
 
 #[test]
 fn sync_does_not_wait_for_a_write_transaction_held_elsewhere() {
-    let dir = tmpdir("env-sync-held");
-    let env = Env::open(&*dir, test_opts().durability(Durability::Buffered)).unwrap();
+    let dir = TestDb::dir("env-sync-held");
+    let env = Env::open(dir.path(), test_opts().durability(Durability::Buffered)).unwrap();
     let last = put(&env, 0);
     let tx = env.write().unwrap();
     let (done_tx, done) = mpsc::channel();

@@ -8,12 +8,9 @@
 //! is *still* held (so the work really happened during the sync), then opens the gate.
 
 mod common;
-#[path = "support/gate.rs"]
-mod gate;
-mod support;
 
+use common::gate::{GatedStorage, Point, ReleaseOnDrop};
 use common::*;
-use gate::{GatedStorage, Point, ReleaseOnDrop};
 use jackdaw::internals::SyncSite;
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::sync::mpsc;
@@ -57,7 +54,7 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
     let what =
         format!("flush held in its {site:?} sync ({} flusher)", if background { "background" } else { "manual" });
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-blocking");
+    let dir = TestDb::dir("flusher-blocking");
     let env = Env::open(&dir, opts(&gs, background)).unwrap();
     // Declared after `env`: on a panic the gate opens before `env` is dropped (and closed).
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -159,9 +156,9 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
         assert_eq!(read_value(&r, *p), 1000 + last);
     }
     drop(r);
+    dir.raw_pages(live.clone());
     check_pages(&env, live);
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -196,11 +193,12 @@ fn commits_and_reads_proceed_while_background_flush_waits_in_journal_sync() {
 #[test]
 fn regression_stats_never_waits_for_a_flush_in_progress() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-stats");
+    let dir = TestDb::dir("flusher-stats");
     let env = Env::open(&dir, opts(&gs, false)).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
-    alloc(&mut tx, 1);
+    let a = alloc(&mut tx, 1);
+    dir.raw_pages([a]);
     tx.commit().unwrap();
     gs.gate.arm(Point::Sync(SyncSite::DataFlush));
     let e = env.clone();
@@ -217,7 +215,6 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
         None => panic!("env.stats() blocked while a flush was held in its data sync (held calls: {held})"),
     }
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `check()` holds the flusher still while it reads the header slots and the journal (found as a
@@ -229,7 +226,7 @@ fn regression_stats_never_waits_for_a_flush_in_progress() {
 #[test]
 fn check_overlapping_a_flush_sees_a_consistent_journal() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-check");
+    let dir = TestDb::dir("flusher-check");
     let o = opts(&gs, false).journal_file_bytes(64 << 10).journal_files_kept(0);
     let env = Env::open(&dir, o).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
@@ -259,10 +256,10 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
     if let Err(e) = checked {
         panic!("check() overlapping a flush reported a healthy database as corrupted: {e}");
     }
+    dir.raw_pages([a]);
     check_pages(&env, [a]);
     assert_eq!(read_value(&env.read().unwrap(), a), 40);
     drop(env);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Regression (fixed engine bug): a flush deleted the retired journal files it did not keep under
@@ -272,21 +269,22 @@ fn check_overlapping_a_flush_sees_a_consistent_journal() {
 #[test]
 fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
     let gs = GatedStorage::new();
-    let dir = tmpdir("flusher-retire");
+    let dir = TestDb::dir("flusher-retire");
     let o = test_opts().storage(Arc::new(gs.clone())).flusher(FlusherMode::Manual).journal_files_kept(0);
     let env = Env::open(&dir, o).unwrap();
     let _open_gate = ReleaseOnDrop(gs.gate.clone());
     let mut tx = env.write().unwrap();
     let pages: Vec<u64> = (0..16).map(|_| alloc(&mut tx, 1)).collect();
     tx.commit().unwrap();
+    dir.raw_pages(pages.clone());
     // Incompressible full images of 16 pages per commit: 256 KiB journal files fill within a few
     // commits.
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = Rng::new(0x1234_5678_9abc_def1);
     for _ in 0..20 {
         let mut tx = env.write().unwrap();
         for &p in &pages {
             for x in tx.page_mut(p).unwrap()[jackdaw::internals::PAGE_HEADER..].iter_mut() {
-                *x = rng.next() as u8;
+                *x = rng.next_u64() as u8;
             }
         }
         tx.commit().unwrap();

@@ -28,6 +28,7 @@
 //!
 //! The workloads are fixed by a seed (printed; `JACKDAW_SEED` replays).
 
+mod common;
 mod fault;
 
 use fault::inject::{Call, Fault, FaultStorage, Plan};

@@ -4,9 +4,8 @@
 //! writes.
 
 mod common;
-mod support;
 
-use common::{test_opts, tmpdir};
+use common::{test_opts, TestDb};
 use jackdaw::{Durability, Env};
 use std::path::Path;
 
@@ -52,29 +51,29 @@ fn journal_names(dir: &Path) -> Vec<String> {
 #[test]
 fn a_stray_journal_file_does_not_move_the_generation() {
     for stray in ["9999999999999999.jnl", "18446744073709551615.jnl", "0000000000000005.jnl"] {
-        let dir = tmpdir("stray-gen");
-        let env = Env::open(&*dir, test_opts()).unwrap();
+        let dir = TestDb::dir("stray-gen");
+        let env = Env::open(dir.path(), test_opts()).unwrap();
         put_keys(&env, 0, 10);
         env.close().unwrap();
         drop(env);
-        std::fs::write(dir.join("journal").join(stray), b"").unwrap();
+        std::fs::write(dir.path().join("journal").join(stray), b"").unwrap();
 
-        let env = Env::open(&*dir, test_opts()).unwrap();
+        let env = Env::open(dir.path(), test_opts()).unwrap();
         assert_eq!(env.stats().stray_journal_files, 1, "{stray}: counted");
         assert!(
-            !journal_names(&dir).contains(&stray.to_string()),
+            !journal_names(dir.path()).contains(&stray.to_string()),
             "{stray}: set aside, not left under its name: {:?}",
-            journal_names(&dir)
+            journal_names(dir.path())
         );
-        assert!(journal_names(&dir).contains(&format!("{stray}.ignored")), "{:?}", journal_names(&dir));
+        assert!(journal_names(dir.path()).contains(&format!("{stray}.ignored")), "{:?}", journal_names(dir.path()));
         // Enough commits to rotate through several 256 KiB journal files.
         put_keys(&env, 10, 400);
         env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         // A crash image of the live directory: every acknowledged Sync commit must be in it.
-        let image = tmpdir("stray-gen-image");
-        support::copy_dir(&dir, &image);
+        let image = TestDb::dir("stray-gen-image");
+        common::copy_dir(dir.path(), image.path());
         drop(env);
-        let env = Env::open(&*image, test_opts()).unwrap();
+        let env = Env::open(image.path(), test_opts()).unwrap();
         assert_eq!(count_keys(&env), 400, "{stray}: every Sync commit survives the crash");
         env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
         drop(env);
@@ -86,24 +85,24 @@ fn a_stray_journal_file_does_not_move_the_generation() {
 /// a sign, a short name) is not one and stays where it is, untouched.
 #[test]
 fn non_canonical_names_stay_ignored_and_untouched() {
-    let dir = tmpdir("stray-names");
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let dir = TestDb::dir("stray-names");
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     put_keys(&env, 0, 5);
     env.close().unwrap();
     drop(env);
     let odd = ["00000000000000099.jnl", "+000000000000099.jnl", "99.jnl", "000000000000009x.jnl"];
     for name in odd {
-        std::fs::write(dir.join("journal").join(name), b"keep me").unwrap();
+        std::fs::write(dir.path().join("journal").join(name), b"keep me").unwrap();
     }
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     assert_eq!(env.stats().stray_journal_files, 0);
     put_keys(&env, 5, 50);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     drop(env);
     for name in odd {
-        assert_eq!(std::fs::read(dir.join("journal").join(name)).unwrap(), b"keep me", "{name}");
+        assert_eq!(std::fs::read(dir.path().join("journal").join(name)).unwrap(), b"keep me", "{name}");
     }
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     assert_eq!(count_keys(&env), 50);
 }
 
@@ -111,29 +110,30 @@ fn non_canonical_names_stay_ignored_and_untouched() {
 /// trusted either: set aside, and its generation does not count.
 #[test]
 fn a_journal_file_of_another_database_is_set_aside() {
-    let other = tmpdir("stray-other");
-    let env = Env::open(&*other, test_opts().journal_files_kept(8)).unwrap();
+    let other = TestDb::dir("stray-other");
+    other.skip_check("its Env is leaked (std::mem::forget) and keeps the database locked");
+    let env = Env::open(other.path(), test_opts().journal_files_kept(8)).unwrap();
     put_keys(&env, 0, 300);
     // Not closed (a clean close removes the journal files): as if the process had stopped.
     std::mem::forget(env);
-    let theirs = journal_names(&other);
+    let theirs = journal_names(other.path());
     let foreign = theirs.iter().find(|n| n.ends_with(".jnl")).expect("the other database kept a journal file").clone();
 
-    let dir = tmpdir("stray-mine");
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let dir = TestDb::dir("stray-mine");
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     put_keys(&env, 0, 20);
     env.close().unwrap();
     drop(env);
     // Under a generation far above ours.
     let far = "0000000000999999.jnl";
-    std::fs::copy(other.join("journal").join(&foreign), dir.join("journal").join(far)).unwrap();
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    std::fs::copy(other.path().join("journal").join(&foreign), dir.path().join("journal").join(far)).unwrap();
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     assert_eq!(env.stats().stray_journal_files, 1);
     put_keys(&env, 20, 300);
-    let image = tmpdir("stray-mine-image");
-    support::copy_dir(&dir, &image);
+    let image = TestDb::dir("stray-mine-image");
+    common::copy_dir(dir.path(), image.path());
     drop(env);
-    let env = Env::open(&*image, test_opts()).unwrap();
+    let env = Env::open(image.path(), test_opts()).unwrap();
     assert_eq!(count_keys(&env), 300);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
@@ -142,11 +142,11 @@ fn a_journal_file_of_another_database_is_set_aside() {
 /// generation the writer has not reached (put there while the database is open) is reported.
 #[test]
 fn check_reports_a_journal_file_ahead_of_the_writer() {
-    let dir = tmpdir("stray-check");
-    let env = Env::open(&*dir, test_opts()).unwrap();
+    let dir = TestDb::dir("stray-check");
+    let env = Env::open(dir.path(), test_opts()).unwrap();
     put_keys(&env, 0, 20);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
-    std::fs::write(dir.join("journal").join("9999999999999999.jnl"), b"").unwrap();
+    std::fs::write(dir.path().join("journal").join("9999999999999999.jnl"), b"").unwrap();
     let report = env.check().unwrap();
     assert!(
         report
@@ -158,6 +158,6 @@ fn check_reports_a_journal_file_ahead_of_the_writer() {
     );
     let e = report.into_result().unwrap_err().to_string();
     assert!(e.contains("9999999999999999"), "{e}");
-    std::fs::remove_file(dir.join("journal").join("9999999999999999.jnl")).unwrap();
+    std::fs::remove_file(dir.path().join("journal").join("9999999999999999.jnl")).unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }

@@ -69,7 +69,7 @@ fn spare_exists(dir: &Path) -> bool {
 
 #[test]
 fn rotations_take_the_spare_and_close_removes_it() {
-    let dir = tmpdir("spare-used");
+    let dir = TestDb::dir("spare-used");
     let env = Env::open(&dir, opts(FlusherMode::Background)).unwrap();
     workload(&env, 200);
     let s = env.stats();
@@ -78,7 +78,7 @@ fn rotations_take_the_spare_and_close_removes_it() {
     assert_eq!(s.journal_files_prepared, s.journal_files_created - 1, "{s:?}");
     assert_eq!(s.journal_files_recycled, 0, "{s:?}");
     env.close().unwrap();
-    assert!(!spare_exists(&dir), "the spare outlived close()");
+    assert!(!spare_exists(dir.path()), "the spare outlived close()");
     drop(env);
     let env = Env::open(&dir, opts(FlusherMode::Background)).unwrap();
     assert_contents(&env, 200);
@@ -87,13 +87,13 @@ fn rotations_take_the_spare_and_close_removes_it() {
 
 #[test]
 fn a_manual_environment_prepares_nothing_ahead() {
-    let dir = tmpdir("spare-manual");
+    let dir = TestDb::dir("spare-manual");
     let env = Env::open(&dir, opts(FlusherMode::Manual)).unwrap();
     workload(&env, 120);
     let s = env.stats();
     assert!(s.journal_files_created >= 5, "{s:?}");
     assert_eq!(s.journal_files_prepared, 0, "{s:?}");
-    assert!(!spare_exists(&dir));
+    assert!(!spare_exists(dir.path()));
     drop(env);
     let env = Env::open(&dir, opts(FlusherMode::Manual)).unwrap();
     assert_contents(&env, 120);
@@ -101,14 +101,14 @@ fn a_manual_environment_prepares_nothing_ahead() {
 
 #[test]
 fn a_leftover_spare_is_removed_at_open() {
-    let dir = tmpdir("spare-leftover");
+    let dir = TestDb::dir("spare-leftover");
     let env = Env::open(&dir, opts(FlusherMode::Background)).unwrap();
     workload(&env, 30);
     drop(env);
     // What a crash while the spare was being written leaves: a partial file of junk.
-    std::fs::write(dir.join("journal").join(SPARE), vec![0xA5u8; 10_000]).unwrap();
+    std::fs::write(dir.path().join("journal").join(SPARE), vec![0xA5u8; 10_000]).unwrap();
     let env = Env::open(&dir, opts(FlusherMode::Manual)).unwrap();
-    assert!(!spare_exists(&dir), "open must delete a leftover spare");
+    assert!(!spare_exists(dir.path()), "open must delete a leftover spare");
     assert_contents(&env, 30);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
@@ -159,7 +159,7 @@ impl Storage for NoSpare {
 
 #[test]
 fn a_failed_spare_is_replaced_by_a_file_created_inline() {
-    let dir = tmpdir("spare-failing");
+    let dir = TestDb::dir("spare-failing");
     let storage = Arc::new(NoSpare { fail: AtomicU64::new(3), refused: AtomicU64::new(0) });
     let env = Env::open(&dir, opts(FlusherMode::Background).storage(storage.clone())).unwrap();
     workload(&env, 200);
@@ -170,7 +170,7 @@ fn a_failed_spare_is_replaced_by_a_file_created_inline() {
     assert_eq!(s.journal_files_prepared, s.journal_files_created - 4, "{s:?}");
     assert!(!s.poisoned, "a failed spare must not poison the environment");
     env.close().unwrap();
-    assert!(!spare_exists(&dir));
+    assert!(!spare_exists(dir.path()));
     drop(env);
     let env = Env::open(&dir, opts(FlusherMode::Manual)).unwrap();
     assert_contents(&env, 200);

@@ -21,13 +21,15 @@
 //! `KILLS` kills per run (400; `JACKDAW_KILLS` overrides). Seeded: prints the seed,
 //! `JACKDAW_SEED` replays the schedule (where exactly SIGKILL lands is up to the scheduler).
 
+mod common;
 mod fault;
+use common::TestDb;
 
 use fault::*;
 use jackdaw::{Durability, Env, FlusherMode, Options};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -286,8 +288,7 @@ fn sigkill_loop() {
     let _g = OnPanic(format!("sigkill_loop: replay with JACKDAW_SEED={seed}"));
     let kills = env_num("JACKDAW_KILLS", KILLS);
     let mut rng = Rng::new(seed);
-    let dir: PathBuf = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kills-{}-{seed}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut db = TestDb::unopened(&format!("kills-{seed}"), opts("manual"));
     let mut p = Parent { seed, model: Model::new(), at: 0, written: 0, acked: 0 };
     let mut stats: BTreeMap<&str, u64> = BTreeMap::new();
     for round in 0..kills {
@@ -296,7 +297,7 @@ fn sigkill_loop() {
         let delay_us = rng.below(3000);
         let what = format!("round {round} ({flusher} flusher, kill after {kill_after} acks + {delay_us} us)");
         let _r = OnPanic(format!("sigkill_loop {what}; written {}, acked {}", p.written, p.acked));
-        let mut c = ChildProc::spawn(&dir, seed, flusher);
+        let mut c = ChildProc::spawn(db.path(), seed, flusher);
         let mut acks = 0u64;
         let mut opened = false;
         loop {
@@ -370,7 +371,7 @@ fn sigkill_loop() {
     }
     // The last crash, recovered here.
     let (pw, pa) = (p.written, p.acked);
-    let env = Env::open(&dir, opts("manual")).unwrap_or_else(|e| panic!("final recovery failed: {e}"));
+    let env = db.try_open(opts("manual")).unwrap_or_else(|e| panic!("final recovery failed: {e}"));
     let (_, m) = read_db(&env).unwrap();
     let n = m
         .get(META)
@@ -380,12 +381,10 @@ fn sigkill_loop() {
     p.recovered(n, &format!("{:032x}", digest(&m)), "final recovery");
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     let s = env.stats();
-    drop(env);
     if n > pw {
         *stats.entry("final: an unacknowledged or unwritten commit survived").or_default() += 1;
     }
     let _ = pa;
-    let _ = std::fs::remove_dir_all(&dir);
     print_tally("sigkill_loop", &stats);
     println!(
         "sigkill_loop: {} kills, {} acknowledged commits verified, final counter {n} (txid {}), data file {} KiB, {} journal files; {:.1}s",

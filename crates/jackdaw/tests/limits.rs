@@ -23,7 +23,7 @@ fn every_documented_limit_holds_at_its_exact_edge() {
     for (ps, key, name) in TABLE {
         assert_eq!(max_key_size(ps as usize), key, "page size {ps}");
         assert_eq!(max_tree_name(ps as usize), name, "page size {ps}");
-        let dir = tmpdir(&format!("limits-{ps}"));
+        let dir = TestDb::dir(&format!("limits-{ps}"));
         let env = Env::open(&dir, test_opts().page_size(ps)).unwrap();
         let mut tx = env.write().unwrap();
 
@@ -92,14 +92,14 @@ fn every_documented_limit_holds_at_its_exact_edge() {
 #[test]
 fn page_sizes_outside_the_documented_range_are_invalid() {
     for ps in [0u32, 2048, 4095, 6144, 12288, 131072] {
-        let dir = tmpdir(&format!("limits-bad-{ps}"));
+        let dir = TestDb::dir(&format!("limits-bad-{ps}"));
         match Env::open(&dir, Options::default().page_size(ps)) {
             Err(Error::Invalid(m)) => assert!(m.contains("page size"), "{m}"),
             r => panic!("page size {ps}: {:?}", r.map(|_| ())),
         }
     }
     for ps in [4096u32, 16384, 32768, 65536] {
-        let dir = tmpdir(&format!("limits-ok-{ps}"));
+        let dir = TestDb::dir(&format!("limits-ok-{ps}"));
         Env::open(&dir, Options::default().page_size(ps)).unwrap();
     }
 }
@@ -111,7 +111,7 @@ fn page_sizes_outside_the_documented_range_are_invalid() {
 /// goes on, and a transaction under the limit commits.
 #[test]
 fn a_transaction_too_big_for_one_record_fails_early() {
-    let dir = tmpdir("limits-record");
+    let dir = TestDb::dir("limits-record");
     let max = 1u64 << 20;
     let env = Env::open(&dir, test_opts().max_record_bytes(max)).unwrap();
     // 600 values of 1,500 bytes: two to a leaf, ~300 leaves.

@@ -55,7 +55,7 @@ fn busy_naming_the_thread(what: &str, r: Result<(), Error>) {
 /// and succeeds; the transaction then still commits.
 #[test]
 fn calls_that_need_the_writer_lock_on_the_writer_thread_are_busy() {
-    let env = Env::open("/misuse/db", mem_opts()).unwrap();
+    let env = TestDb::with_opts("misuse", mem_opts());
     let results = within_deadline("calls on the writer thread", move || {
         let mut tx = env.write().unwrap();
         let t = tx.create_tree("t").unwrap();
@@ -89,7 +89,7 @@ fn calls_that_need_the_writer_lock_on_the_writer_thread_are_busy() {
 /// that would take one of them again fails with `Busy` instead of deadlocking.
 #[test]
 fn calls_inside_check_with_are_busy() {
-    let env = Env::open("/misuse/db", mem_opts()).unwrap();
+    let env = TestDb::with_opts("misuse", mem_opts());
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.put(&t, "k", "v").unwrap();
@@ -132,7 +132,7 @@ fn calls_inside_check_with_are_busy() {
 /// with `Closed`.
 #[test]
 fn close_on_the_writer_thread_does_not_hang() {
-    let env = Env::open("/misuse/db", mem_opts()).unwrap();
+    let env = TestDb::with_opts("misuse", mem_opts());
     let (close, commit) = within_deadline("close on the writer thread", move || {
         let mut tx = env.write().unwrap();
         let t = tx.create_tree("t").unwrap();
@@ -249,7 +249,7 @@ fn assert_locked_by_me(dir: &Path, line: &str) {
 /// A second process while the database is open: `Locked`, naming the directory and our PID.
 #[test]
 fn second_process_is_locked_out() {
-    let dir = tmpdir("lock-proc");
+    let dir = TestDb::dir("lock-proc");
     let env = Env::open(&dir, test_opts()).unwrap();
     let line = run_child(dir.as_ref());
     assert_locked_by_me(dir.as_ref(), &line);
@@ -259,9 +259,9 @@ fn second_process_is_locked_out() {
     let env = Env::open(&dir, test_opts()).unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     // Without a known holder the message still reads as a sentence.
-    let msg = Error::Locked { path: dir.to_path_buf(), pid: None }.to_string();
+    let msg = Error::Locked { path: dir.path().to_path_buf(), pid: None }.to_string();
     assert!(
-        msg.contains(&dir.display().to_string()) && !msg.contains("None") && msg.ends_with("close it first"),
+        msg.contains(&dir.path().display().to_string()) && !msg.contains("None") && msg.ends_with("close it first"),
         "{msg}"
     );
 }
@@ -270,7 +270,7 @@ fn second_process_is_locked_out() {
 /// data file itself is locked too (before the fix the child opened the database and wrote).
 #[test]
 fn deleting_the_lock_file_does_not_let_a_second_process_in() {
-    let dir = tmpdir("lock-deleted");
+    let dir = TestDb::dir("lock-deleted");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -299,7 +299,7 @@ fn deleting_the_lock_file_does_not_let_a_second_process_in() {
 /// and prints how many met the held lock; every round must answer within the deadline.
 #[test]
 fn batch_wait_on_the_writer_thread_does_not_hang() {
-    let env = Env::open("/misuse/db", mem_opts()).unwrap();
+    let env = TestDb::with_opts("misuse", mem_opts());
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
     tx.commit().unwrap();

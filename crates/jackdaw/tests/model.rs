@@ -19,8 +19,8 @@
 //! real disk (target/tmp).
 
 mod common;
-mod support;
 
+use common::Rng;
 use common::*;
 use jackdaw::internals::MemStorage;
 use jackdaw::internals::{page_kind, page_no, page_txid, PageKind, PAGE_HEADER};
@@ -32,7 +32,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use support::*;
 
 type Model = BTreeMap<u64, u64>;
 
@@ -44,7 +43,7 @@ fn write_body(b: &mut [u8], v: u64) {
             let i = (v as usize / 4) % (b.len() / 8);
             b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
         }
-        3 => XorShift::new(v).fill_bytes(b),
+        3 => Rng::new(v).fill_bytes(b),
         _ => {
             for c in b.chunks_mut(8) {
                 c.copy_from_slice(&v.to_le_bytes());
@@ -156,7 +155,7 @@ fn setup_strategy(flusher: Option<FlusherMode>) -> impl Strategy<Value = Setup> 
     )
 }
 
-fn gen_setup(rng: &mut XorShift) -> Setup {
+fn gen_setup(rng: &mut Rng) -> Setup {
     Setup {
         page_size: if rng.chance(1, 4) { 8192 } else { 4096 },
         flusher: if rng.chance(1, 2) { FlusherMode::Manual } else { FlusherMode::Background },
@@ -166,7 +165,7 @@ fn gen_setup(rng: &mut XorShift) -> Setup {
     }
 }
 
-fn gen_op(rng: &mut XorShift) -> Op {
+fn gen_op(rng: &mut Rng) -> Op {
     // Same weights as `op_strategy` (total 44).
     let w = rng.below(44);
     let u = rng.next_u64() as usize;
@@ -257,8 +256,9 @@ struct Harness {
     floor: u64,
     history: BTreeMap<u64, Model>,
     snaps: Vec<Snap>,
-    /// Disk directories to remove when the case passes.
-    dirs: Vec<PathBuf>,
+    /// The fixtures of the disk directories (the first, then each crash image), checked with
+    /// their final live pages when the case passes.
+    dirs: Vec<TestDb>,
     cov: &'static Coverage,
 }
 
@@ -302,16 +302,19 @@ fn verify_view(r: &ReadTxn, model: &Model, what: &str) {
 
 impl Harness {
     fn new(kind: Kind, setup: Setup, cov: &'static Coverage) -> Harness {
+        let mut dirs = Vec::new();
         let backend = match kind {
             Kind::Mem => Backend::Mem(MemStorage::new(), PathBuf::from("/mem/model")),
-            Kind::Disk => Backend::Disk(tmpdir("model").keep()),
+            Kind::Disk => {
+                let d = TestDb::dir("model");
+                let p = d.path().to_path_buf();
+                dirs.push(d);
+                Backend::Disk(p)
+            }
         };
         let mut h = Harness {
             setup,
-            dirs: match &backend {
-                Backend::Disk(d) => vec![d.clone()],
-                _ => vec![],
-            },
+            dirs,
             env: None,
             backend,
             tx: None,
@@ -464,10 +467,13 @@ impl Harness {
             // and data.jdb is copied before the journal, so the image is one a crash can leave.
             Backend::Mem(m, p) => Backend::Mem(m.deep_clone(), p.clone()),
             Backend::Disk(d) => {
-                let to = tmpdir("model-crash").keep();
-                copy_dir(d, &to);
-                self.dirs.push(to.clone());
-                Backend::Disk(to)
+                let to = TestDb::dir("model-crash");
+                copy_dir(d, to.path());
+                // The crashed-from directory ends with everything committed (its Env closes below).
+                self.dirs.last().unwrap().raw_pages(self.committed.keys().copied());
+                let p = to.path().to_path_buf();
+                self.dirs.push(to);
+                Backend::Disk(p)
             }
         };
         self.account();
@@ -600,7 +606,7 @@ impl Harness {
         }
     }
 
-    /// Commit what is open, reopen once more, verify, and clean up.
+    /// Commit what is open, reopen once more, verify, and leave the directories to their fixtures.
     fn finish(mut self) {
         if self.tx.is_some() {
             self.commit();
@@ -609,8 +615,9 @@ impl Harness {
         let env = self.env.take().unwrap();
         env.close().unwrap();
         drop(env);
-        for d in &self.dirs {
-            let _ = std::fs::remove_dir_all(d);
+        // Checked on drop, with the pages of the final state.
+        if let Some(d) = self.dirs.last() {
+            d.raw_pages(self.committed.keys().copied());
         }
     }
 }
@@ -662,7 +669,7 @@ fn seeded_driver(name: &str, kind: Kind, runs: u64, ops: usize) {
             "{name}: failing seed {seed}: replay with JACKDAW_SEED={seed} cargo test --release --test model {name}"
         ));
         println!("{name}: seed {seed}");
-        let mut rng = XorShift::new(seed);
+        let mut rng = Rng::new(seed);
         let setup = gen_setup(&mut rng);
         let n = rng.range(ops as u64 / 2, ops as u64) as usize;
         let ops: Vec<Op> = (0..n).map(|_| gen_op(&mut rng)).collect();

@@ -47,8 +47,8 @@ fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
 #[test]
 fn multi_values_match_the_model_across_transitions_and_reopens() {
     let s = seed();
-    let mut rng = Rng(s);
-    let dir = tmpdir("multi-model");
+    let mut rng = Rng::new(s);
+    let dir = TestDb::dir("multi-model");
     let mut env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();
@@ -66,7 +66,7 @@ fn multi_values_match_the_model_across_transitions_and_reopens() {
                 1 => 300,
                 _ => 1 + rng.below(24) as usize,
             };
-            let v: Vec<u8> = (0..vlen).map(|i| (rng.next() as u8).wrapping_add(i as u8)).collect();
+            let v: Vec<u8> = (0..vlen).map(|i| (rng.next_u64() as u8).wrapping_add(i as u8)).collect();
             let op = rng.below(10);
             if op < 6 && grow || op < 2 {
                 let added = tx.multi_put(&t, &k, &v).unwrap();
@@ -118,7 +118,7 @@ fn multi_values_match_the_model_across_transitions_and_reopens() {
 
 #[test]
 fn a_million_values_under_one_key() {
-    let dir = tmpdir("multi-million");
+    let dir = TestDb::dir("multi-million");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("artist").unwrap();

@@ -2,12 +2,11 @@
 //! BTreeMap<key, BTreeSet<value>> model, in read and write transactions; keys with a few values
 //! (nested list) and with hundreds (nested tree); plain trees; the cursor's refusal.
 mod common;
-mod support;
 use common::*;
+use common::{seed_or, Rng};
 use jackdaw::{Env, Error};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
-use support::{seed_or, XorShift};
 
 type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 
@@ -16,7 +15,7 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 /// A random bound over the key space, also between and past the stored keys.
-fn bound(rng: &mut XorShift) -> Bound<Vec<u8>> {
+fn bound(rng: &mut Rng) -> Bound<Vec<u8>> {
     let mut k = key(rng.below(70));
     if rng.chance(1, 3) {
         k.push(b'5'); // between two keys
@@ -114,7 +113,7 @@ macro_rules! verify {
     }};
 }
 
-fn mutate(tx: &mut jackdaw::WriteTxn, t: &jackdaw::Tree, m: &mut Model, rng: &mut XorShift, s: u64) {
+fn mutate(tx: &mut jackdaw::WriteTxn, t: &jackdaw::Tree, m: &mut Model, rng: &mut Rng, s: u64) {
     for _ in 0..rng.range(20, 200) {
         let k = key(rng.below(60));
         let many = rng.chance(1, 8);
@@ -147,8 +146,8 @@ fn mutate(tx: &mut jackdaw::WriteTxn, t: &jackdaw::Tree, m: &mut Model, rng: &mu
 #[test]
 fn keys_and_count_range_match_the_model() {
     let s = seed_or("keys_and_count_range_match_the_model", 0x6b65_7973);
-    let mut rng = XorShift::new(s);
-    let dir = tmpdir("multi-keys");
+    let mut rng = Rng::new(s);
+    let dir = TestDb::dir("multi-keys");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();
@@ -182,8 +181,8 @@ fn keys_and_count_range_match_the_model() {
 #[test]
 fn keys_and_count_range_of_a_plain_tree() {
     let s = seed_or("keys_and_count_range_of_a_plain_tree", 0x0070_6c61);
-    let mut rng = XorShift::new(s);
-    let dir = tmpdir("multi-keys-plain");
+    let mut rng = Rng::new(s);
+    let dir = TestDb::dir("multi-keys-plain");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("plain").unwrap();
@@ -202,7 +201,7 @@ fn keys_and_count_range_of_a_plain_tree() {
 
 #[test]
 fn the_cursor_refuses_a_multi_value_tree_with_a_pointer_to_keys() {
-    let dir = tmpdir("multi-keys-cursor");
+    let dir = TestDb::dir("multi-keys-cursor");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_multi_tree("ix").unwrap();

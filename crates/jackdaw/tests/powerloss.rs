@@ -31,6 +31,7 @@
 //! Seeds are printed; `JACKDAW_SEED=<n>` runs that seed alone. The `#[ignore]`d
 //! `powerloss_soak` runs fresh seeds for `JACKDAW_SOAK_SECS` seconds (default 1800).
 
+mod common;
 mod fault;
 
 use fault::sim::{Image, OpKind, Point, SimStorage, Variant};

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{test_opts, tmpdir};
+use common::{test_opts, TestDb};
 use jackdaw::internals::{MemStorage, Storage};
 use jackdaw::{Env, Error, FlusherMode, Options, WriteBatch};
 use std::path::Path;
@@ -31,7 +31,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn readers_share_and_writers_are_kept_out_both_ways() {
-    let dir = tmpdir("ro-locks");
+    let dir = TestDb::dir("ro-locks");
     {
         let env = Env::open(&dir, Options::default()).unwrap();
         let mut tx = env.write().unwrap();
@@ -41,13 +41,13 @@ fn readers_share_and_writers_are_kept_out_both_ways() {
         // A writer holds it: a read-only open is refused, naming the holder.
         match Env::open(&dir, ro()) {
             Err(Error::Locked { path, pid }) => {
-                assert_eq!(path, dir.to_path_buf());
+                assert_eq!(path, dir.path().to_path_buf());
                 assert_eq!(pid, Some(std::process::id()));
             }
             other => panic!("read-only open beside a writer: {other:?}"),
         }
     }
-    let before = files(&dir);
+    let before = files(dir.path());
     let a = Env::open(&dir, ro()).unwrap();
     let b = Env::open(&dir, ro()).unwrap();
     for env in [&a, &b] {
@@ -75,17 +75,17 @@ fn readers_share_and_writers_are_kept_out_both_ways() {
     a.close().unwrap();
     b.close().unwrap();
     drop((a, b));
-    assert_eq!(files(&dir), before, "read-only Envs changed no file");
+    assert_eq!(files(dir.path()), before, "read-only Envs changed no file");
     // Once they are gone, a writer gets in.
     Env::open(&dir, Options::default()).unwrap();
 }
 
 #[test]
 fn read_only_open_of_a_missing_database_creates_nothing() {
-    let dir = tmpdir("ro-missing");
-    let e = Env::open(dir.join("nothing"), ro()).unwrap_err();
+    let dir = TestDb::dir("ro-missing");
+    let e = Env::open(dir.path().join("nothing"), ro()).unwrap_err();
     assert!(matches!(e, Error::NotADatabase(_)), "{e:?}");
-    assert!(!dir.join("nothing").exists());
+    assert!(!dir.path().join("nothing").exists());
 }
 
 /// A crash image with unflushed commits in the journal: the read-only open sees every committed

@@ -78,7 +78,7 @@ fn apply(m: &Model, ops: &[Op]) -> Model {
 }
 
 fn plan(seed: u64) -> Plan {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed | 1);
     let modes = [Durability::Sync, Durability::Buffered, Durability::None];
     let commits: Vec<_> = (0..5).map(|i| (ops(&mut rng, i, i as usize), modes[rng.below(3) as usize])).collect();
     let batches: Vec<_> = (0..3).map(|i| ops(&mut rng, i, 7 + i as usize)).collect();

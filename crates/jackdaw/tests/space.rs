@@ -2,7 +2,7 @@
 //! what a snapshot maps, and deleted pages are reused rather than grown past (DURABILITY §9.1).
 
 mod common;
-use common::{test_opts, tmpdir};
+use common::{test_opts, TestDb};
 use jackdaw::{Env, Options};
 
 fn data_len(dir: &std::path::Path) -> u64 {
@@ -34,7 +34,7 @@ fn fill(env: &Env, range: std::ops::Range<u64>, per_tx: u64) {
 /// eighth); `close` cuts it back to the high-water mark, and the database reopens whole.
 #[test]
 fn close_gives_the_growth_slack_back() {
-    let dir = tmpdir("space-close");
+    let dir = TestDb::dir("space-close");
     let env = Env::open(&dir, test_opts()).unwrap();
     fill(&env, 0..60_000, 5_000);
     env.flush().unwrap();
@@ -47,7 +47,7 @@ fn close_gives_the_growth_slack_back() {
         s.data_file_bytes
     );
     env.close().unwrap();
-    assert_eq!(data_len(&dir), high, "a closed database's data file ends at its high-water mark");
+    assert_eq!(data_len(dir.path()), high, "a closed database's data file ends at its high-water mark");
     let env = Env::open(&dir, test_opts()).unwrap();
     assert_eq!(env.stats().slack_bytes, 0);
     let r = env.read().unwrap();
@@ -72,15 +72,15 @@ fn close_gives_the_growth_slack_back() {
 /// and it reads everything it saw.
 #[test]
 fn close_leaves_the_file_alone_while_a_snapshot_maps_it() {
-    let dir = tmpdir("space-reader");
+    let dir = TestDb::dir("space-reader");
     let env = Env::open(&dir, test_opts()).unwrap();
     fill(&env, 0..40_000, 5_000);
     env.flush().unwrap();
-    let before = data_len(&dir);
+    let before = data_len(dir.path());
     let r = env.read().unwrap();
     assert!(env.stats().slack_bytes > 0);
     assert!(matches!(env.close(), Err(jackdaw::Error::Busy(_))), "close with a live snapshot keeps the locks");
-    assert_eq!(data_len(&dir), before, "the file is not cut while a snapshot maps it");
+    assert_eq!(data_len(dir.path()), before, "the file is not cut while a snapshot maps it");
     let t = r.open_tree("t").unwrap().unwrap();
     assert_eq!(r.range::<[u8], _>(&t, ..).unwrap().count(), 40_000);
     drop(r);
@@ -92,7 +92,7 @@ fn close_leaves_the_file_alone_while_a_snapshot_maps_it() {
 /// again: the data file does not grow past its first size by more than 5%.
 #[test]
 fn deleted_pages_are_reused() {
-    let dir = tmpdir("space-reuse");
+    let dir = TestDb::dir("space-reuse");
     let o = Options::default();
     let env = Env::open(&dir, o).unwrap();
     const N: u64 = 1_000_000;
@@ -125,5 +125,5 @@ fn deleted_pages_are_reused() {
         second.next_page
     );
     env.close().unwrap();
-    assert!(data_len(&dir) * 100 <= first.data_file_bytes.max(first.next_page * first.page_size as u64) * 105);
+    assert!(data_len(dir.path()) * 100 <= first.data_file_bytes.max(first.next_page * first.page_size as u64) * 105);
 }

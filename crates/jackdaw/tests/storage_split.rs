@@ -24,9 +24,9 @@ fn exercise(name: &str, storage: &dyn Storage) {
     storage.create_dir_all(&dir).unwrap();
     let f: Arc<dyn StorageFile> = storage.open(&dir.join("f"), OpenMode::CreateReadWrite).unwrap();
     let seed = seed();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     println!("{name}: seed {seed}");
-    let bytes: Vec<u8> = (0..3 << 20).map(|_| rng.next() as u8).collect();
+    let bytes: Vec<u8> = (0..3 << 20).map(|_| rng.next_u64() as u8).collect();
     f.write_all_at(&bytes, 0).unwrap();
     for round in 0..200 {
         let stride = [64, 512, 4096][rng.below(3) as usize];

@@ -21,15 +21,15 @@ fn value(rng: &mut Rng, page: usize) -> Vec<u8> {
         8 => page / 2 - 60 + rng.below(120) as usize,
         _ => rng.below(3 * page as u64) as usize,
     };
-    let b = rng.next() as u8;
+    let b = rng.next_u64() as u8;
     (0..len).map(|i| b.wrapping_add(i as u8)).collect()
 }
 
 #[test]
 fn random_ops_match_a_btreemap() {
     let s = seed();
-    let mut rng = Rng(s);
-    let dir = tmpdir("tree-model");
+    let mut rng = Rng::new(s);
+    let dir = TestDb::dir("tree-model");
     let opts = || test_opts().flusher(if s.is_multiple_of(2) { FlusherMode::Manual } else { FlusherMode::Background });
     let mut env = Env::open(&dir, opts()).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
@@ -126,7 +126,7 @@ fn random_ops_match_a_btreemap() {
 
 #[test]
 fn named_trees_create_rename_delete_and_handles() {
-    let dir = tmpdir("named");
+    let dir = TestDb::dir("named");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let a = tx.create_tree("a").unwrap();
@@ -162,7 +162,7 @@ fn named_trees_create_rename_delete_and_handles() {
 
 #[test]
 fn oversized_keys_and_values_are_rejected() {
-    let dir = tmpdir("sizes");
+    let dir = TestDb::dir("sizes");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -187,7 +187,7 @@ fn oversized_keys_and_values_are_rejected() {
 /// always adds up to `pages`.
 #[test]
 fn commit_stats_count_pages_by_kind() {
-    let dir = tmpdir("pages-by-kind");
+    let dir = TestDb::dir("pages-by-kind");
     let env = Env::open(&dir, test_opts().flush_log(true)).unwrap();
     let sum = |k: &jackdaw::PagesByKind| k.leaf + k.branch + k.overflow + k.freemap + k.meta + k.raw;
 
@@ -235,7 +235,7 @@ fn patterned(len: usize, salt: u8) -> Vec<u8> {
 /// not yet verified since open, or shorter) page by page. Both give back the same bytes.
 #[test]
 fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
-    let dir = tmpdir("overflow_run");
+    let dir = TestDb::dir("overflow_run");
     // Every page through the journal (none written once at commit), flushed only when asked.
     let opts = || test_opts().flusher(FlusherMode::Manual).write_once_min_pages(usize::MAX);
     let env = Env::open(&dir, opts()).unwrap();
@@ -305,9 +305,9 @@ fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
 /// aborted one, and spilling turned off all leave exactly the model, also after reopen.
 #[test]
 fn big_transactions_spill_and_read_back_their_pages() {
-    let dir = tmpdir("spill");
+    let dir = TestDb::dir("spill");
     let seed = seed();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let opts = |max: usize| test_opts().flusher(FlusherMode::Manual).max_dirty_pages(max);
     let env = Env::open(&dir, opts(64)).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();

@@ -39,6 +39,7 @@
 
 mod common;
 
+use common::Rng;
 use common::*;
 use jackdaw::{Bytes, Env, Error, FlusherMode, FreeSpacePolicy, ReadTxn, Tree, WriteTxn};
 use proptest::prelude::*;
@@ -590,7 +591,6 @@ struct Snap {
 }
 
 struct Harness {
-    dir: TmpDir,
     setup: Setup,
     env: Option<Env>,
     committed: Model,
@@ -604,6 +604,8 @@ struct Harness {
     snaps: Vec<Snap>,
     step: usize,
     cov: &'static Cov,
+    /// Last: checked (on drop) once the environment and its transactions are gone.
+    dir: TestDb,
 }
 
 impl Harness {
@@ -617,7 +619,7 @@ impl Harness {
     }
 
     fn new(setup: Setup, cov: &'static Cov) -> Harness {
-        let dir = tmpdir("tree-model");
+        let dir = TestDb::dir("tree-model");
         let env = Env::open(&dir, Harness::opts(&setup)).unwrap();
         let mut h = Harness {
             dir,
@@ -1191,13 +1193,16 @@ impl Harness {
     }
 }
 
-/// The directory goes with the harness, also when a case fails (proptest runs and shrinks many).
+/// The directory goes with the harness, also when a case fails (proptest runs and shrinks many);
+/// a case that passed leaves it to the fixture (`dir`, dropped after this), which checks it.
 impl Drop for Harness {
     fn drop(&mut self) {
         self.tx = None;
         self.snaps.clear();
         self.env = None;
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(self.dir.path());
+        }
     }
 }
 
@@ -1392,29 +1397,26 @@ fn setup_strat() -> impl Strategy<Value = Setup> {
     })
 }
 
-struct XorShift(u64);
+/// The draws the generators need on top of `common::Rng`.
+trait Draw {
+    fn u8(&mut self) -> u8;
+    /// True with probability `p`.
+    fn bool(&mut self, p: f64) -> bool;
+    /// In `[lo, hi)`.
+    fn within(&mut self, lo: u64, hi: u64) -> u64;
+    /// An index drawn with the given weights.
+    fn weighted(&mut self, w: &[u32]) -> usize;
+}
 
-impl XorShift {
-    fn new(seed: u64) -> XorShift {
-        XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+impl Draw for Rng {
     fn u8(&mut self) -> u8 {
-        self.next() as u8
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo)
+        self.next_u64() as u8
     }
     fn bool(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    fn within(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo)
     }
     fn weighted(&mut self, w: &[u32]) -> usize {
         let w: Vec<u64> = w.iter().map(|&x| x as u64).collect();
@@ -1429,29 +1431,29 @@ impl XorShift {
     }
 }
 
-fn gen_k(r: &mut XorShift, p: Profile) -> K {
+fn gen_k(r: &mut Rng, p: Profile) -> K {
     match r.weighted(&p.key_weights()) {
         0 => K::Empty,
         1 => K::Tiny(r.u8()),
         2 => K::Mid(r.below(96) as u8),
         3 => K::Long(r.below(24) as u8),
         4 => K::Max(r.below(48) as u8),
-        _ => K::Existing(r.next() as u16),
+        _ => K::Existing(r.next_u64() as u16),
     }
 }
 
-fn gen_v(r: &mut XorShift) -> V {
+fn gen_v(r: &mut Rng) -> V {
     match r.weighted(&[2, 4, 4, 4, 1, 2]) {
         0 => V::Empty,
         1 => V::Tiny(r.u8()),
-        2 => V::Small(r.next() as u16),
+        2 => V::Small(r.next_u64() as u16),
         3 => V::Edge(r.below(3) as i8 - 1),
         4 => V::PageEdge(r.below(3) as i8 - 1),
-        _ => V::Big(r.next() as u16),
+        _ => V::Big(r.next_u64() as u16),
     }
 }
 
-fn gen_b(r: &mut XorShift, p: Profile) -> B {
+fn gen_b(r: &mut Rng, p: Profile) -> B {
     match r.weighted(&[1, 2, 2]) {
         0 => B::Unb,
         1 => B::Inc(gen_k(r, p)),
@@ -1459,19 +1461,19 @@ fn gen_b(r: &mut XorShift, p: Profile) -> B {
     }
 }
 
-fn gen_op(r: &mut XorShift, p: Profile) -> Op {
+fn gen_op(r: &mut Rng, p: Profile) -> Op {
     match r.weighted(&p.op_weights()) {
         0 => Op::Put { t: r.u8(), k: gen_k(r, p), v: gen_v(r), seed: r.u8(), reader: r.bool(0.2) },
         1 => Op::Delete { t: r.u8(), k: gen_k(r, p) },
-        2 => Op::PutMany { t: r.u8(), base: r.below(3) as u8, n: r.range(50, 700) as u16, vlen: r.below(4) as u8 },
+        2 => Op::PutMany { t: r.u8(), base: r.below(3) as u8, n: r.within(50, 700) as u16, vlen: r.below(4) as u8 },
         3 => Op::DeleteMany {
             t: r.u8(),
             base: r.below(3) as u8,
-            n: r.range(20, 700) as u16,
-            stride: r.range(1, 4) as u8,
+            n: r.within(20, 700) as u16,
+            stride: r.within(1, 4) as u8,
         },
-        4 => Op::PutBig { t: r.u8(), base: r.below(4) as u8, n: r.range(1, 40) as u8 },
-        5 => Op::DeleteRange { t: r.u8(), at: r.next() as u16, n: r.range(1, 40) as u16, back: r.bool(0.5) },
+        4 => Op::PutBig { t: r.u8(), base: r.below(4) as u8, n: r.within(1, 40) as u8 },
+        5 => Op::DeleteRange { t: r.u8(), at: r.next_u64() as u16, n: r.within(1, 40) as u16, back: r.bool(0.5) },
         6 => Op::Get { t: r.u8(), k: gen_k(r, p), in_tx: r.bool(0.5) },
         7 => {
             let t = r.u8();
@@ -1480,7 +1482,7 @@ fn gen_op(r: &mut XorShift, p: Profile) -> Op {
             let dir = match r.below(4) {
                 0 => Dir::Fwd,
                 1 => Dir::Rev,
-                2 => Dir::Mixed(r.next()),
+                2 => Dir::Mixed(r.next_u64()),
                 _ => Dir::Take(r.below(8) as u8),
             };
             Op::Scan { t, lo, hi, prefix, dir, in_tx: r.bool(0.5) }
@@ -1493,7 +1495,7 @@ fn gen_op(r: &mut XorShift, p: Profile) -> Op {
                 2 => Start::First,
                 _ => Start::Last,
             };
-            Op::Cursor { t, start, steps: r.next(), n: r.below(16) as u8, in_tx: r.bool(0.5) }
+            Op::Cursor { t, start, steps: r.next_u64(), n: r.below(16) as u8, in_tx: r.bool(0.5) }
         }
         9 => Op::Create { name: r.below(NAMES as u64) as u8 },
         10 => Op::DeleteTree { name: r.below(NAMES as u64) as u8 },
@@ -1509,7 +1511,7 @@ fn gen_op(r: &mut XorShift, p: Profile) -> Op {
     }
 }
 
-fn gen_setup(r: &mut XorShift) -> Setup {
+fn gen_setup(r: &mut Rng) -> Setup {
     Setup {
         flusher: if r.bool(0.5) { FlusherMode::Background } else { FlusherMode::Manual },
         append_only: r.bool(0.25),
@@ -1521,11 +1523,6 @@ fn gen_setup(r: &mut XorShift) -> Setup {
 // Drivers.
 
 const DEFAULT_SEED: u64 = 0x7472_6565_6d6f_6465;
-
-fn env_seed() -> Option<u64> {
-    let s = std::env::var("JACKDAW_SEED").ok()?;
-    Some(s.trim().parse().unwrap_or_else(|_| panic!("JACKDAW_SEED={s:?} is not a u64")))
-}
 
 thread_local! {
     /// Set while proptest explores and shrinks: its many expected panics are not printed.
@@ -1605,9 +1602,9 @@ fn seeded_driver(name: &str, profile: Profile, runs: u64, ops: (u64, u64)) {
     for seed in first..first + runs {
         println!("{name}: seed {seed}");
         let _g = OnPanic(format!("{name}: failing seed {seed}: replay with JACKDAW_SEED={seed} cargo test --release -p jackdaw --test tree_model {name} -- --nocapture"));
-        let mut rng = XorShift::new(seed);
+        let mut rng = Rng::new(seed);
         let setup = gen_setup(&mut rng);
-        let n = rng.range(ops.0, ops.1) as usize;
+        let n = rng.within(ops.0, ops.1) as usize;
         let ops: Vec<Op> = (0..n).map(|_| gen_op(&mut rng, profile)).collect();
         run_case(setup, &ops, cov);
     }
@@ -1672,7 +1669,7 @@ fn size_classes_cover_the_edges() {
 /// transaction must see its own changes.
 #[test]
 fn regression_put_reader_value_is_readable_in_its_own_transaction() {
-    let dir = tmpdir("tree-model-put-reader");
+    let dir = TestDb::dir("tree-model-put-reader");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();
@@ -1703,7 +1700,7 @@ fn regression_put_reader_value_is_readable_in_its_own_transaction() {
 /// empty rightmost leaf: a full scan of a tree with 6 entries yields nothing.
 #[test]
 fn regression_branch_left_with_one_child_keeps_no_empty_leaf() {
-    let dir = tmpdir("tree-model-one-child");
+    let dir = TestDb::dir("tree-model-one-child");
     let env = Env::open(&dir, test_opts()).unwrap();
     let k = |i: u32| {
         let mut v = format!("{i:04}").into_bytes();

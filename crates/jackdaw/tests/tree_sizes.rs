@@ -13,7 +13,7 @@ fn fill_factor(env: &Env, name: &str, n: u64, entry: u64) -> f64 {
 
 #[test]
 fn sequential_inserts_fill_leaves_and_random_ones_half() {
-    let dir = tmpdir("fill");
+    let dir = TestDb::dir("fill");
     let env = Env::open(&dir, test_opts()).unwrap();
     let n = 250_000u64;
     let val = [5u8; 100];
@@ -46,7 +46,7 @@ fn sequential_inserts_fill_leaves_and_random_ones_half() {
 
 #[test]
 fn a_get_served_by_the_leaf_cache_touches_one_page() {
-    let dir = tmpdir("cache");
+    let dir = TestDb::dir("cache");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t = tx.create_tree("t").unwrap();

@@ -189,10 +189,10 @@ fn num(line: &str, name: &str) -> u64 {
 /// the payload (262 MiB) was built whole beside the dirty pages (349 MiB).
 #[test]
 fn huge_rewrite_stays_within_the_memory_bound() {
-    let dir = tmpdir("txn-memory");
+    let dir = TestDb::dir("txn-memory");
     std::fs::create_dir_all(&dir).unwrap();
     let t0 = std::time::Instant::now();
-    let line = run_child("rewrite_child", &dir, false);
+    let line = run_child("rewrite_child", dir.path(), false);
     let (dirty, anon) = (num(&line, "dirty"), num(&line, "anon_peak"));
     let bound = dirty + dirty / 2 + 64 * MIB;
     println!(
@@ -219,7 +219,7 @@ fn huge_rewrite_stays_within_the_memory_bound() {
     );
     // Recovery replays the record (the writer aborted right after the commit).
     let t1 = std::time::Instant::now();
-    let rec = run_child("recover_child", &dir, true);
+    let rec = run_child("recover_child", dir.path(), true);
     let ranon = num(&rec, "anon_peak");
     let rbound = dirty + 64 * MIB;
     println!(

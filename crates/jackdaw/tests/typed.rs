@@ -5,14 +5,13 @@
 //! Property tests use proptest with a fixed configuration and a seeded RNG: the seed is printed
 //! and `JACKDAW_SEED` replays it.
 mod common;
-mod support;
 use common::*;
+use common::{seed_or, Rng};
 use jackdaw::{AsKey, Env, Error, Key, KeyPrefix, TypedTree, Value, WriteBatch};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use support::{seed_or, XorShift};
 
 /// A runner seeded from `JACKDAW_SEED` (or a fixed default), `cases` cases.
 fn runner(test: &str, cases: u32) -> TestRunner {
@@ -165,9 +164,9 @@ fn values_round_trip_and_damaged_values_are_errors() {
 #[test]
 fn typed_tree_matches_a_model_in_both_directions() {
     let seed = seed_or("typed_tree_model", 0x7e57_0002);
-    let _guard = support::OnPanic(format!("typed_tree_model: replay with JACKDAW_SEED={seed}"));
-    let mut rng = XorShift::new(seed);
-    let dir = tmpdir("typed-model");
+    let _guard = common::OnPanic(format!("typed_tree_model: replay with JACKDAW_SEED={seed}"));
+    let mut rng = Rng::new(seed);
+    let dir = TestDb::dir("typed-model");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut model: BTreeMap<(String, i32), Vec<u8>> = BTreeMap::new();
     let artists = ["", "a", "a\0", "a\0b", "ab", "b\u{ff}", "Pearl", "Pearl Jam", "Pearl\0Jam"];
@@ -230,7 +229,7 @@ fn typed_tree_matches_a_model_in_both_directions() {
 
 #[test]
 fn string_keys_borrowed_arguments_and_the_bytes_api_interoperate() {
-    let dir = tmpdir("typed-str");
+    let dir = TestDb::dir("typed-str");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let bands: TypedTree<String, u64> = TypedTree::create(&mut tx, "bands").unwrap();
@@ -283,7 +282,7 @@ fn string_keys_borrowed_arguments_and_the_bytes_api_interoperate() {
 
 #[test]
 fn typed_multi_value_trees() {
-    let dir = tmpdir("typed-multi");
+    let dir = TestDb::dir("typed-multi");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let by_year: TypedTree<u16, i32> = tx.create_typed_multi("by-year").unwrap();
@@ -324,7 +323,7 @@ fn typed_multi_value_trees() {
 
 #[test]
 fn typed_batches_beside_bytes_batches() {
-    let dir = tmpdir("typed-batch");
+    let dir = TestDb::dir("typed-batch");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let albums: TypedTree<(String, u16), String> = tx.create_typed("albums").unwrap();
@@ -358,7 +357,7 @@ fn typed_batches_beside_bytes_batches() {
     b.put(&albums, &("Alice in Chains", 1992), "Dirt");
     b.put(&raw, b"k2", b"v");
     assert!(matches!(env.write_batch(b), Err(Error::NoSuchTree(_))));
-    let dir2 = tmpdir("typed-batch-2");
+    let dir2 = TestDb::dir("typed-batch-2");
     let env2 = Env::open(&dir2, test_opts()).unwrap();
     let mut tx2 = env2.write().unwrap();
     let other: TypedTree<u8, u8> = tx2.create_typed("other").unwrap();
@@ -375,7 +374,7 @@ fn typed_batches_beside_bytes_batches() {
 
 #[test]
 fn typed_keys_over_the_size_limit_are_refused() {
-    let dir = tmpdir("typed-big");
+    let dir = TestDb::dir("typed-big");
     let env = Env::open(&dir, test_opts()).unwrap();
     let mut tx = env.write().unwrap();
     let t: TypedTree<Vec<u8>, u8> = tx.create_typed("t").unwrap();
@@ -413,7 +412,7 @@ mod with_serde {
 
     #[test]
     fn serde_values_through_postcard() {
-        let dir = tmpdir("typed-serde");
+        let dir = TestDb::dir("typed-serde");
         let env = Env::open(&dir, test_opts()).unwrap();
         let mut tx = env.write().unwrap();
         let albums: TypedTree<u64, Serde<Album>> = tx.create_typed("albums").unwrap();

@@ -1,6 +1,6 @@
 //! Support for the fault tests (`powerloss.rs`, `io_errors.rs`, `corrupt_sweep.rs`, `kills.rs`):
 //!
-//! - a seeded RNG and `JACKDAW_SEED` handling;
+//! - the seeded RNG and `JACKDAW_SEED` handling of `tests/common`, re-exported;
 //! - a model of the tree contents (`Model`), its digest, and reading a whole database back;
 //! - `sim`: the power-loss simulator (`SimStorage`);
 //! - `inject`: the I/O-error injector (`FaultStorage`).
@@ -17,38 +17,10 @@ use std::collections::BTreeMap;
 // ---------------------------------------------------------------------------------------------
 // Seeds and randomness.
 
-// The generator and `JACKDAW_SEED` handling are the other tests' (`tests/support`), so a seed
-// means the same stream everywhere.
-#[path = "../support/mod.rs"]
-mod support;
+// The generator and `JACKDAW_SEED` handling are the other tests' (`tests/common`), so a seed
+// means the same stream everywhere. A test file with `mod fault;` has `mod common;` too.
 #[allow(unused_imports)]
-pub use support::{env_seed, seed_or, XorShift as Rng};
-
-/// The seeds of a multi-seed test: `JACKDAW_SEED` alone if set, else `n` seeds from `base`.
-pub fn seeds(test: &str, base: u64, n: u64) -> Vec<u64> {
-    match env_seed() {
-        Some(s) => {
-            println!("{test}: seed {s} from JACKDAW_SEED");
-            vec![s]
-        }
-        None => {
-            let v: Vec<u64> = (0..n).map(|i| base + i).collect();
-            println!("{test}: seeds {v:?} (replay one with JACKDAW_SEED=<seed>)");
-            v
-        }
-    }
-}
-
-/// Prints its message if dropped while the thread panics.
-pub struct OnPanic(pub String);
-
-impl Drop for OnPanic {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("\n*** {} ***\n", self.0);
-        }
-    }
-}
+pub use crate::common::{env_seed, seed_or, seeds, OnPanic, Rng};
 
 /// Keep large allocations (the in-memory files' 1 MiB chunks) on the heap, so that the many
 /// short-lived images of a sweep reuse memory instead of mapping and faulting in fresh pages
