@@ -256,7 +256,7 @@ fn second_process_is_locked_out() {
     drop(env);
     // Released: the child gets in now.
     assert_eq!(run_child(dir.as_ref()), "OPENED");
-    let env = Env::open(&dir, test_opts()).unwrap();
+    let env = reopen_own(&dir, test_opts()).unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     // Without a known holder the message still reads as a sentence.
     let msg = Error::Locked { path: dir.path().to_path_buf(), pid: None }.to_string();
@@ -287,7 +287,7 @@ fn deleting_the_lock_file_does_not_let_a_second_process_in() {
     tx.commit().unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     drop(env);
-    let env = Env::open(&dir, test_opts()).unwrap();
+    let env = reopen_own(&dir, test_opts()).unwrap();
     assert!(env.read().unwrap().open_tree("child").unwrap().is_none(), "the child wrote");
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
