@@ -362,7 +362,7 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
         pages += free.iter().filter(|f| !**f).count() as u64;
         Ok(())
     })?;
-    Ok(Shape { page_size: rtx.snap.core.page_size(), db_id, txid, next_page: rtx.snap.next_page(), pages })
+    Ok(Shape { page_size: rtx.snap.core.page_size(), db_id, txid, next_page: rtx.snap.next_page().get(), pages })
 }
 
 /// For each section of the snapshot: its first page and, for each of its pages below the
@@ -371,11 +371,11 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
 fn for_each_free_map(rtx: &ReadTxn, mut f: impl FnMut(u64, &[bool]) -> Result<()>) -> Result<()> {
     let snap = &rtx.snap;
     let g = Geometry::new(snap.core.page_size());
-    let next_page = snap.next_page();
+    let next_page = snap.next_page().get();
     let mut free = Vec::new();
     for k in 0..g.sections(next_page) {
         let bp = g.bitmap_page(k);
-        let p = snap.page(bp)?;
+        let p = snap.page(crate::PageNo::new(bp))?;
         if page::page_kind(&p) != Some(page::PageKind::FreeMap) {
             return Err(Error::corrupted(Some(bp), "expected a free-space bitmap page"));
         }
@@ -425,7 +425,7 @@ fn copy_pages(
             if buf.is_empty() {
                 run_first = pgno;
             }
-            buf.extend_from_slice(&snap.page(pgno)?);
+            buf.extend_from_slice(&snap.page(crate::PageNo::new(pgno))?);
         }
         Ok(())
     })?;
@@ -542,7 +542,7 @@ pub(crate) fn restore_with_storage(storage: Arc<dyn Storage>, mut r: impl Read, 
         buf.resize(n as usize * ps, 0);
         read(&mut r, &mut buf, &mut hash)?;
         for (i, p) in buf.chunks(ps).enumerate() {
-            page::verify(p, first + i as u64)?;
+            page::verify(p, crate::PageNo::new(first + i as u64))?;
         }
         out.write_run(first, &buf)?;
         next_free = first + n;

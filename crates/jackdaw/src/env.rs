@@ -6,7 +6,7 @@ use crate::data::file::{initial_len, FIRST_BITMAP_PAGE, FIRST_FREE_PAGE, META_PA
 use crate::data::page::{self, PageKind};
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
-use crate::ids::TxId;
+use crate::ids::{PageNo, TxId};
 use crate::journal::{self, recovery, Journal, Space};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, Problem, ProblemKind, Stats};
@@ -262,7 +262,7 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     for (pgno, kind) in [(FIRST_BITMAP_PAGE, PageKind::FreeMap), (META_PAGE, PageKind::Meta)] {
         let p = &mut pages[pgno as usize * ps..(pgno as usize + 1) * ps];
         page::init(p, pgno, kind);
-        page::seal(p, pgno, 0);
+        page::seal(p, crate::PageNo::new(pgno), crate::TxId::new(0));
     }
     for rev in 0..2u64 {
         let h = Header {
@@ -319,7 +319,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         recyclable,
         opts.flusher == FlusherMode::Background,
     );
-    let committed = Committed { txid: header.flushed_txid, next_page: header.next_page };
+    let committed = Committed { txid: TxId::new(header.flushed_txid), next_page: PageNo::new(header.next_page) };
     Ok(Core::new(Opened {
         opts,
         dir: dir.to_path_buf(),

@@ -173,6 +173,10 @@ impl Error {
     pub(crate) fn corrupted(page: Option<u64>, reason: impl Into<String>) -> Error {
         Error::Corrupted { page: page.map(PageNo::new), reason: reason.into() }
     }
+    /// `Corrupted` at page `page`.
+    pub(crate) fn corrupted_at(page: PageNo, reason: impl Into<String>) -> Error {
+        Error::Corrupted { page: Some(page), reason: reason.into() }
+    }
     /// True for `Io` errors that say the disk is full.
     pub fn is_disk_full(&self) -> bool {
         matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))

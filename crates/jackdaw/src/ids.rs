@@ -9,6 +9,7 @@ macro_rules! id_newtype {
     ($(#[$m:meta])* $name:ident, $what:literal) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[repr(transparent)]
         pub struct $name(u64);
 
         impl $name {
@@ -69,3 +70,29 @@ id_newtype!(
     PageNo,
     "page"
 );
+
+impl TxId {
+    /// The transaction after this one.
+    #[inline]
+    pub const fn next(self) -> TxId {
+        TxId(self.0 + 1)
+    }
+}
+
+impl PageNo {
+    /// The page `n` pages after this one.
+    #[inline]
+    pub const fn add(self, n: u64) -> PageNo {
+        PageNo(self.0 + n)
+    }
+    /// The page after this one.
+    #[inline]
+    pub const fn next(self) -> PageNo {
+        PageNo(self.0 + 1)
+    }
+    /// The byte offset of this page in the data file, with pages of `page_size` bytes.
+    #[inline]
+    pub const fn offset(self, page_size: u64) -> u64 {
+        self.0 * page_size
+    }
+}

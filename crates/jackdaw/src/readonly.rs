@@ -27,7 +27,7 @@ use crate::sync::Mutex;
 use crate::txn::alloc::{count_set_bits, AllocSummary, Geometry};
 use crate::txn::core::{Committed, Core, Opened};
 use crate::txn::page_table::PageTable;
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 use std::collections::BTreeMap;
 use std::io::{self, IoSlice};
 use std::path::{Path, PathBuf};
@@ -46,8 +46,8 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
     let counters = Arc::new(Counters::default());
     let table = PageTable::default();
     if !rebuilt.is_empty() {
-        let pages = rebuilt.iter().map(|(pgno, buf)| (*pgno, table.copy_of(buf))).collect();
-        table.publish(end.last_txid, pages, end.last_txid, &[]);
+        let pages = rebuilt.iter().map(|(pgno, buf)| (PageNo::new(*pgno), table.copy_of(buf))).collect();
+        table.publish(TxId::new(end.last_txid), pages, TxId::new(end.last_txid), &[]);
     }
     let alloc = load_alloc(&data, &rebuilt, end.next_page)?;
     // Above every generation in the directory, so `check()` takes no file for a stray one.
@@ -64,7 +64,7 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         Vec::new(),
         false,
     );
-    let committed = Committed { txid: end.last_txid, next_page: end.next_page };
+    let committed = Committed { txid: TxId::new(end.last_txid), next_page: PageNo::new(end.next_page) };
     // From here on every file operation of this Env (check's journal scan included) goes through
     // the read-only view: nothing under `dir` can be written, created, renamed or removed.
     let opts = Options { storage: replay_storage, ..opts };

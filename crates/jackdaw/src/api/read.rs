@@ -70,20 +70,20 @@ impl ReadTxn {
 
     /// The id of the last transaction this snapshot sees.
     pub fn txid(&self) -> TxId {
-        TxId::new(self.snap.txid())
+        self.snap.txid()
     }
 
     internals_pub! {
         /// The page high-water mark of the snapshot (feature `internals`).
         fn next_page(&self) -> u64 {
-            self.snap.next_page()
+            self.snap.next_page().get()
         }
     }
 
     internals_pub! {
         /// Raw page access (feature `internals`): page `pgno` as of this snapshot.
         fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-            self.snap.page(pgno)
+            self.snap.page(crate::PageNo::new(pgno))
         }
     }
 
@@ -105,7 +105,7 @@ impl ReadTxn {
             st.root = Some(r);
             return Ok(r);
         }
-        let r = Meta::decode(&self.snap.page(META_PAGE)?)?.root;
+        let r = Meta::decode(&self.snap.page(crate::PageNo::new(META_PAGE))?)?.root;
         st.root = Some(r);
         Ok(r)
     }
@@ -343,7 +343,7 @@ impl std::io::Read for ValueReader {
         if self.next == 0 {
             return Err(std::io::Error::other(Error::corrupted(None, "overflow chain ends early")));
         }
-        let page = self.snap.page(self.next).map_err(std::io::Error::other)?;
+        let page = self.snap.page(crate::PageNo::new(self.next)).map_err(std::io::Error::other)?;
         let (next, len) = overflow::link(&page, self.next).map_err(std::io::Error::other)?;
         if len as u64 > self.left || len == 0 {
             return Err(std::io::Error::other(Error::corrupted(

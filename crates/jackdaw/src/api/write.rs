@@ -94,7 +94,7 @@ impl WriteTxn {
 
     /// The id this transaction will have when it commits.
     pub fn txid(&self) -> TxId {
-        TxId::new(self.raw.txid())
+        self.raw.txid()
     }
 
     /// Override the environment's durability for this commit.

@@ -112,7 +112,7 @@ impl MapState {
     pub(crate) fn page(&self, pgno: u64) -> Result<&[u8]> {
         let bytes = self.raw(pgno)?;
         if !self.is_verified(pgno) {
-            page::verify(bytes, pgno)?;
+            page::verify(bytes, crate::PageNo::new(pgno))?;
             self.mark_verified(pgno, 1);
         }
         Ok(bytes)

@@ -12,7 +12,7 @@
 //! has a valid checksum and its own number: commit seals every page it writes, so recovery can
 //! verify each page it rebuilds (damage in a base page outside the replayed ranges is caught).
 
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 
 /// Bytes of the page header; the layer above owns `[PAGE_HEADER, page_size)`.
 pub const PAGE_HEADER: usize = 32;
@@ -85,8 +85,8 @@ pub(crate) fn prefetch_all(page: &[u8]) {
 /// XXH3-64 of bytes `[8, page_size)` seeded with the page number. Computed with the `xxh3` crate,
 /// which picks AVX2 at run time (1.5-1.8x xxhash-rust's SSE2 build on 4 KiB pages here; the same
 /// function, so the same values: see `checksum_is_xxh3_64`).
-pub(crate) fn compute_checksum(page: &[u8], pgno: u64) -> u64 {
-    xxh3::hash64_with_seed(&page[8..], pgno)
+pub(crate) fn compute_checksum(page: &[u8], pgno: PageNo) -> u64 {
+    xxh3::hash64_with_seed(&page[8..], pgno.get())
 }
 
 /// The page number written in a page's header.
@@ -105,6 +105,11 @@ pub fn page_kind(page: &[u8]) -> Option<PageKind> {
 pub(crate) fn stored_checksum(page: &[u8]) -> u64 {
     le64(page, OFF_CHECKSUM)
 }
+/// The page number written in a page's header, typed (`page_no` is the `internals` form).
+#[inline]
+pub(crate) fn header_pgno(page: &[u8]) -> PageNo {
+    PageNo::new(page_no(page))
+}
 
 /// Write a fresh header (checksum left for `seal`).
 pub(crate) fn init(page: &mut [u8], pgno: u64, kind: PageKind) {
@@ -114,31 +119,31 @@ pub(crate) fn init(page: &mut [u8], pgno: u64, kind: PageKind) {
 }
 
 /// Stamp the page number and transaction id and compute the checksum (at commit).
-pub(crate) fn seal(page: &mut [u8], pgno: u64, txid: u64) {
-    page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.to_le_bytes());
-    page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.to_le_bytes());
+pub(crate) fn seal(page: &mut [u8], pgno: PageNo, txid: TxId) {
+    page[OFF_PGNO..OFF_PGNO + 8].copy_from_slice(&pgno.get().to_le_bytes());
+    page[OFF_TXID..OFF_TXID + 8].copy_from_slice(&txid.get().to_le_bytes());
     let c = compute_checksum(page, pgno);
     page[OFF_CHECKSUM..OFF_CHECKSUM + 8].copy_from_slice(&c.to_le_bytes());
 }
 
 /// Check a page read from the data file.
-pub(crate) fn verify(page: &[u8], pgno: u64) -> Result<()> {
+pub(crate) fn verify(page: &[u8], pgno: PageNo) -> Result<()> {
     if page.len() < PAGE_HEADER {
-        return Err(Error::corrupted(Some(pgno), "short page"));
+        return Err(Error::corrupted_at(pgno, "short page"));
     }
     let stored = stored_checksum(page);
     let actual = compute_checksum(page, pgno);
     if stored != actual {
-        return Err(Error::corrupted(
-            Some(pgno),
+        return Err(Error::corrupted_at(
+            pgno,
             format!("page checksum mismatch (stored {stored:#018x}, computed {actual:#018x})"),
         ));
     }
-    if page_no(page) != pgno {
-        return Err(Error::corrupted(Some(pgno), format!("page header says page {}", page_no(page))));
+    if header_pgno(page) != pgno {
+        return Err(Error::corrupted_at(pgno, format!("page header says page {}", page_no(page))));
     }
     if page_kind(page).is_none() {
-        return Err(Error::corrupted(Some(pgno), format!("unknown page kind {}", page[OFF_KIND])));
+        return Err(Error::corrupted_at(pgno, format!("unknown page kind {}", page[OFF_KIND])));
     }
     Ok(())
 }
@@ -165,7 +170,7 @@ mod tests {
         let mut p = vec![0u8; 4096];
         init(&mut p, 9, PageKind::Raw);
         p[500] = 1;
-        assert_eq!(compute_checksum(&p, 9), xxhash_rust::xxh3::xxh3_64_with_seed(&p[8..], 9));
+        assert_eq!(compute_checksum(&p, PageNo::new(9)), xxhash_rust::xxh3::xxh3_64_with_seed(&p[8..], 9));
     }
 
     #[test]
@@ -173,25 +178,25 @@ mod tests {
         let mut p = vec![0u8; 4096];
         init(&mut p, 7, PageKind::Raw);
         p[100] = 42;
-        seal(&mut p, 7, 3);
-        verify(&p, 7).unwrap();
+        seal(&mut p, PageNo::new(7), TxId::new(3));
+        verify(&p, PageNo::new(7)).unwrap();
         assert_eq!(page_no(&p), 7);
         assert_eq!(page_txid(&p), 3);
         assert_eq!(page_kind(&p), Some(PageKind::Raw));
         // Wrong place.
-        assert!(matches!(verify(&p, 8), Err(Error::Corrupted { page: Some(p), .. }) if p == 8));
+        assert!(matches!(verify(&p, PageNo::new(8)), Err(Error::Corrupted { page: Some(p), .. }) if p == 8));
         // Every single-byte flip is caught.
         for i in 0..p.len() {
             let mut q = p.clone();
             q[i] ^= 0x5a;
-            assert!(verify(&q, 7).is_err(), "flip at {i} not detected");
+            assert!(verify(&q, PageNo::new(7)).is_err(), "flip at {i} not detected");
         }
         // An all-zero page is not a valid page.
-        assert!(verify(&vec![0u8; 4096], 5).is_err());
+        assert!(verify(&vec![0u8; 4096], PageNo::new(5)).is_err());
         // Unknown kind with a valid checksum.
         let mut r = p.clone();
         r[OFF_KIND] = 99;
-        seal(&mut r, 7, 3);
-        assert!(verify(&r, 7).is_err());
+        seal(&mut r, PageNo::new(7), TxId::new(3));
+        assert!(verify(&r, PageNo::new(7)).is_err());
     }
 }

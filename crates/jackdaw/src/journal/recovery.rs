@@ -18,7 +18,7 @@ use crate::data::page::PAGE_HEADER;
 use crate::data::{DataFile, Header};
 use crate::error::IoContext;
 use crate::storage::{OpenMode, Storage, StorageFile, SyncSite};
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -464,7 +464,7 @@ pub(crate) fn replay(
 /// commit, so damage in a base page outside the replayed ranges is caught here.
 fn verify_rebuilt_pages(pages: &BTreeMap<u64, Vec<u8>>) -> Result<()> {
     for (pgno, page) in pages {
-        crate::data::page::verify(page, *pgno).map_err(|err| {
+        crate::data::page::verify(page, PageNo::new(*pgno)).map_err(|err| {
             Error::corrupted(Some(*pgno), format!("page rebuilt from the journal fails its check: {err}"))
         })?;
     }
@@ -484,7 +484,9 @@ fn verify_written_once(data: &DataFile, file_pages: u64, written_once: &HashMap<
             ));
         }
         data.read_page(pgno, &mut buf)?;
-        if crate::data::page::stored_checksum(&buf) != sum || crate::data::page::verify(&buf, pgno).is_err() {
+        if crate::data::page::stored_checksum(&buf) != sum
+            || crate::data::page::verify(&buf, PageNo::new(pgno)).is_err()
+        {
             return Err(Error::corrupted(
                 Some(pgno),
                 "a page written once before its journal record does not match the record's checksum",
@@ -531,7 +533,7 @@ fn check_unnamed_pages_free(
                 return Err(Error::corrupted(Some(bp), "free-space bitmap page lies past the end of the data file"));
             }
             data.read_page(bp, &mut buf)?;
-            crate::data::page::verify(&buf, bp)
+            crate::data::page::verify(&buf, PageNo::new(bp))
                 .map_err(|err| Error::corrupted(Some(bp), format!("free-space bitmap page fails its check: {err}")))?;
             &buf
         } else {
@@ -591,7 +593,7 @@ mod tests {
             let (b, m) = g.bit(p);
             bm[b] |= m;
         }
-        page::seal(&mut bm, 2, 1);
+        page::seal(&mut bm, PageNo::new(2), crate::TxId::new(1));
         f.write_all_at(&bm, 2 * PS as u64).unwrap();
         DataFile::open(f, PS).unwrap()
     }
@@ -604,7 +606,7 @@ mod tests {
             let (b, m) = g.bit(p);
             bm[b] |= m;
         }
-        page::seal(&mut bm, pgno, 2);
+        page::seal(&mut bm, PageNo::new(pgno), crate::TxId::new(2));
         bm
     }
 
@@ -643,7 +645,7 @@ mod tests {
         // A rebuilt section-1 page that is not a bitmap, or one with an unnamed page in use.
         let mut leaf = bitmap(s, s + 1..2 * s);
         page::init(&mut leaf, s, PageKind::Leaf);
-        page::seal(&mut leaf, s, 2);
+        page::seal(&mut leaf, PageNo::new(s), crate::TxId::new(2));
         assert!(check(&d, 10, s + 5, &[(s, leaf)].into()).unwrap_err().contains("another kind"));
         let holes: BTreeMap<u64, Vec<u8>> = [(s, bitmap(s, s + 3..2 * s))].into();
         assert!(check(&d, 10, s + 5, &holes).unwrap_err().contains(&format!("page {} is neither", s + 1)));

@@ -48,7 +48,7 @@ pub(crate) trait PageWrite: PageRead {
 impl PageRead for Snapshot {
     #[inline]
     fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-        Snapshot::page(self, pgno)
+        Snapshot::page(self, crate::PageNo::new(pgno))
     }
     fn page_size(&self) -> usize {
         self.core.page_size()
@@ -60,7 +60,7 @@ impl PageRead for Snapshot {
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(&[u8]) -> bool,
     ) -> Result<bool> {
-        Snapshot::read_run(self, pages, split, out, laid_out)
+        Snapshot::read_run(self, (crate::PageNo::new(pages.0), pages.1), split, out, laid_out)
     }
 }
 

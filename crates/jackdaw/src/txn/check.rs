@@ -11,7 +11,7 @@ use crate::data::page::{self, PageKind};
 use crate::data::{DataFile, Header};
 use crate::journal::{self, recovery};
 use crate::stats::{CheckReport, Problem, ProblemKind};
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,12 +43,12 @@ where
     let flush_state = core.flush_state.lock();
     let header = *flush_state;
     let rtx = Snapshot::begin(core);
-    let committed_txid = core.committed().txid;
+    let committed_txid = core.committed().txid.get();
     let g = Geometry::new(core.page_size);
     use ProblemKind as K;
     let mut problems: Vec<Problem> = Vec::new();
     let mut report = CheckReport::default();
-    let next_page = rtx.next_page();
+    let next_page = rtx.next_page().get();
 
     // 1. Header slots.
     if let Err(e) = DataFile::read_headers(core.data.file.as_ref()) {
@@ -131,7 +131,7 @@ fn check_bitmap_section(
 ) {
     use ProblemKind as K;
     let bp = g.bitmap_page(k);
-    let p = match rtx.page(bp) {
+    let p = match rtx.page(PageNo::new(bp)) {
         Ok(p) => p,
         Err(e) => {
             problems.push(Problem::from_error(K::FreeSpaceMap, Some(bp), None, &format!("bitmap page {bp}: "), &e));
@@ -190,9 +190,9 @@ fn check_pages_in_use(
         }
         report.pages_in_use += 1;
         report.pages_checked += 1;
-        match rtx.page(pgno) {
+        match rtx.page(PageNo::new(pgno)) {
             Ok(p) => {
-                if let Err(e) = page::verify(&p, pgno) {
+                if let Err(e) = page::verify(&p, PageNo::new(pgno)) {
                     problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e));
                 } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
                     problems.push(Problem::new(K::PageChecksum, Some(pgno), None, "page 3 is not the meta page"));

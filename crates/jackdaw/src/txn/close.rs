@@ -65,20 +65,20 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
     flusher::flush_once(core)?;
     let last = core.committed().txid;
     // A failed journal write or sync poisons, here too (so that a second `close` is not `Ok`).
-    Journal::make_durable(&core.journal, last).inspect_err(|e| core.poison(e))?;
+    Journal::make_durable(&core.journal, last.get()).inspect_err(|e| core.poison(e))?;
     // Everything is in the data file (unless a live snapshot held the flush back): the journal's
     // files are of no further use, so a closed database is its data file alone. No directory
     // sync: a file that comes back after a power loss holds only flushed records, and opening
     // retires it (DURABILITY §3).
-    if core.flushed_txid.load(Ordering::Acquire) >= last {
-        let doomed = core.space.lock().release_all(last);
+    if core.flushed_txid.load(Ordering::Acquire) >= last.get() {
+        let doomed = core.space.lock().release_all(last.get());
         doomed.remove().inspect_err(|e| core.poison(e))?;
         // The growth slack goes back to the file system when nothing maps the old length: no
         // snapshot alive (checked under the readers mutex; none can begin, the environment is
         // closed) and no write transaction on this thread.
         let readers = core.readers.lock();
         if readers.live() == 0 && !super::write::held_by_this_thread(core) {
-            core.data.trim_to(core.committed().next_page).inspect_err(|e| core.poison(e))?;
+            core.data.trim_to(core.committed().next_page.get()).inspect_err(|e| core.poison(e))?;
         }
     }
     Ok(())

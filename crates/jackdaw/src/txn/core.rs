@@ -9,7 +9,7 @@ use crate::stats::Counters;
 use crate::storage::LockGuard;
 use crate::sync::AtomicBool;
 use crate::sync::{Condvar, Mutex};
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -18,9 +18,9 @@ use std::time::Duration;
 
 /// What the flusher needs to know about one committed transaction.
 pub(crate) struct TxRecord {
-    pub txid: u64,
-    pub pages: Vec<u64>,
-    pub next_page: u64,
+    pub txid: TxId,
+    pub pages: Vec<PageNo>,
+    pub next_page: PageNo,
     /// Journal position just after this transaction's record (set once it is written).
     pub journal_end: Option<JournalPos>,
     /// Length of its journal record (set once it is written).
@@ -30,8 +30,8 @@ pub(crate) struct TxRecord {
 /// The committed state readers and the writer start from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Committed {
-    pub txid: u64,
-    pub next_page: u64,
+    pub txid: TxId,
+    pub next_page: PageNo,
 }
 
 /// Live readers: slot -> (snapshot txid, start time), and how many live snapshots read each
@@ -41,12 +41,12 @@ pub(crate) struct Committed {
 /// every slot, 5.7 ms).
 #[derive(Default)]
 pub(crate) struct Readers {
-    pub slots: Vec<Option<(u64, Duration)>>,
+    pub slots: Vec<Option<(TxId, Duration)>>,
     free: Vec<usize>,
-    by_txid: std::collections::BTreeMap<u64, usize>,
+    by_txid: std::collections::BTreeMap<TxId, usize>,
     /// `by_txid`'s keys as a list, built when a commit asks and kept until the set of distinct
     /// ids changes, so that commits with many open snapshots do not copy them each time.
-    ids: Option<Arc<[u64]>>,
+    ids: Option<Arc<[TxId]>>,
     /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
     pub write_txns: usize,
     /// What the layers above learned about one committed state (`txid`), shared by the
@@ -54,7 +54,7 @@ pub(crate) struct Readers {
     /// that a read transaction does not look a tree up in the catalog again when the one before
     /// it, at the same txid, did. Opaque here; immutable once published (a state's content never
     /// changes), replaced by a newer or larger one.
-    memo: Option<(u64, Arc<dyn std::any::Any + Send + Sync>)>,
+    memo: Option<(TxId, Arc<dyn std::any::Any + Send + Sync>)>,
 }
 
 /// A state's shared memo (see `Readers::memo`).
@@ -62,17 +62,17 @@ pub(crate) type Memo = Arc<dyn std::any::Any + Send + Sync>;
 
 impl Readers {
     /// The memo of state `txid`, if one was published.
-    pub(crate) fn memo(&self, txid: u64) -> Option<Memo> {
+    pub(crate) fn memo(&self, txid: TxId) -> Option<Memo> {
         self.memo.as_ref().filter(|(t, _)| *t == txid).map(|(_, m)| m.clone())
     }
     /// Publish `m` as the memo of state `txid`, unless one of a newer state is there.
-    pub(crate) fn set_memo(&mut self, txid: u64, m: Memo) {
+    pub(crate) fn set_memo(&mut self, txid: TxId, m: Memo) {
         if self.memo.as_ref().is_none_or(|(t, _)| *t <= txid) {
             self.memo = Some((txid, m));
         }
     }
 
-    pub(crate) fn add(&mut self, txid: u64, now: Duration) -> usize {
+    pub(crate) fn add(&mut self, txid: TxId, now: Duration) -> usize {
         let n = self.by_txid.entry(txid).or_default();
         if *n == 0 {
             self.ids = None;
@@ -99,16 +99,16 @@ impl Readers {
     }
     /// The distinct snapshot ids of the live readers, in increasing order.
     #[cfg(test)]
-    pub(crate) fn txids(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn txids(&self) -> impl Iterator<Item = TxId> + '_ {
         self.by_txid.keys().copied()
     }
     /// The distinct snapshot ids of the live readers, in increasing order, shared (rebuilt only
     /// after the set changed).
-    pub(crate) fn txid_list(&mut self) -> Arc<[u64]> {
+    pub(crate) fn txid_list(&mut self) -> Arc<[TxId]> {
         if let Some(ids) = &self.ids {
             return ids.clone();
         }
-        let ids: Arc<[u64]> = self.by_txid.keys().copied().collect();
+        let ids: Arc<[TxId]> = self.by_txid.keys().copied().collect();
         self.ids = Some(ids.clone());
         ids
     }
@@ -116,7 +116,7 @@ impl Readers {
     pub(crate) fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }
-    pub(crate) fn oldest(&self) -> Option<u64> {
+    pub(crate) fn oldest(&self) -> Option<TxId> {
         self.by_txid.keys().next().copied()
     }
 }
@@ -274,12 +274,12 @@ impl Core {
         let target = self.committed().txid;
         if self.opts.read_only {
             // Every transaction it sees is durable already (in the data file or the journal).
-            return Ok(target);
+            return Ok(target.get());
         }
         if self.journal.lock().failed() {
             return Err(Error::Poisoned("an earlier journal write failed".into()));
         }
-        Journal::make_durable(&self.journal, target).inspect_err(|e| self.poison(e))?;
+        Journal::make_durable(&self.journal, target.get()).inspect_err(|e| self.poison(e))?;
         Ok(self.journal.lock().durable_txid())
     }
 
@@ -379,6 +379,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::Readers;
+    use crate::TxId;
     use std::time::Duration;
 
     /// `by_txid` mirrors the slots through any order of adds and removes: `txids` lists each
@@ -387,16 +388,16 @@ mod tests {
     fn reader_counts_follow_the_slots() {
         let mut rng = crate::test_rng(0x5eed_0006);
         let mut r = Readers::default();
-        let mut live: Vec<(usize, u64)> = Vec::new();
+        let mut live: Vec<(usize, TxId)> = Vec::new();
         for _ in 0..20_000 {
             if live.is_empty() || rng() % 3 != 0 {
-                let t = rng() % 50;
+                let t = TxId::new(rng() % 50);
                 live.push((r.add(t, Duration::ZERO), t));
             } else {
                 let (slot, _) = live.swap_remove((rng() % live.len() as u64) as usize);
                 r.remove(slot);
             }
-            let mut want: Vec<u64> = live.iter().map(|(_, t)| *t).collect();
+            let mut want: Vec<TxId> = live.iter().map(|(_, t)| *t).collect();
             want.sort_unstable();
             want.dedup();
             assert_eq!(r.txids().collect::<Vec<_>>(), want);
@@ -405,9 +406,9 @@ mod tests {
             assert_eq!(r.live(), live.len());
         }
         // Removing a slot twice changes nothing.
-        let s = r.add(7, Duration::ZERO);
+        let s = r.add(TxId::new(7), Duration::ZERO);
         r.remove(s);
-        let before: Vec<u64> = r.txids().collect();
+        let before: Vec<TxId> = r.txids().collect();
         r.remove(s);
         assert_eq!(r.txids().collect::<Vec<_>>(), before);
     }

@@ -19,7 +19,7 @@ use crate::data::Header;
 use crate::journal::Journal;
 use crate::stats::{Counters, PagesByKind};
 use crate::storage::SyncSite;
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,7 +39,7 @@ pub(crate) fn flush_once(core: &Arc<Core>) -> Result<()> {
 /// older) and register it as a reader, under the readers lock, so that the page versions the
 /// flush writes are not dropped by commits meanwhile (page_table invariant 4). Returns the
 /// target and its reader slot.
-fn pin_flush_target(core: &Core) -> Result<(u64, usize)> {
+fn pin_flush_target(core: &Core) -> Result<(TxId, usize)> {
     let mut r = core.readers.lock();
     // After `close` has finished (its own final flush runs before), the locks may be gone.
     if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
@@ -62,12 +62,12 @@ impl Drop for Unregister<'_> {
 
 /// Pages changed in (flushed, target], sorted and deduplicated, and where the log stands
 /// after target (the high-water mark and the journal position).
-fn pages_to_flush(core: &Core, target: u64) -> Result<(Vec<u64>, u64, crate::journal::JournalPos)> {
+fn pages_to_flush(core: &Core, target: TxId) -> Result<(Vec<PageNo>, PageNo, crate::journal::JournalPos)> {
     // Only copied under the log's lock (commits push to it): sorted outside (building an
     // ordered set there held commits up to ~10 ms per flush of 60,000 pages).
     let (mut pages, last) = {
         let log = core.txlog.lock();
-        let mut pages: Vec<u64> = Vec::new();
+        let mut pages: Vec<PageNo> = Vec::new();
         let mut last = None;
         for t in log.iter().take_while(|t| t.txid <= target) {
             pages.extend_from_slice(&t.pages);
@@ -93,26 +93,26 @@ fn pages_to_flush(core: &Core, target: u64) -> Result<(Vec<u64>, u64, crate::jou
 /// Write each page's version as of `target` to the data file, counting their kinds in
 /// `kinds`; returns the bytes written. Runs of consecutive pages are coalesced into one
 /// vectored write (pages were sealed at commit).
-fn write_page_runs(core: &Core, pages: &[u64], target: u64, kinds: &mut PagesByKind) -> Result<u64> {
+fn write_page_runs(core: &Core, pages: &[PageNo], target: TxId, kinds: &mut PagesByKind) -> Result<u64> {
     let mut bytes = 0u64;
     let mut i = 0;
     while i < pages.len() {
         let mut bufs = Vec::new();
         let mut j = i;
-        while j < pages.len() && (j == i || pages[j] == pages[j - 1] + 1) && bufs.len() < 256 {
+        while j < pages.len() && (j == i || pages[j] == pages[j - 1].next()) && bufs.len() < 256 {
             let b = core
                 .table
                 .get(pages[j], target)
-                .ok_or_else(|| Error::corrupted(Some(pages[j]), "flusher: page version missing from the page table"))?;
+                .ok_or_else(|| Error::corrupted_at(pages[j], "flusher: page version missing from the page table"))?;
             kinds.count(crate::data::page::page_kind(&b));
             bufs.push(b);
             j += 1;
         }
         let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
-        core.data.write_pages(pages[i], &slices)?;
+        core.data.write_pages(pages[i].get(), &slices)?;
         // Start writing this run back now (after the previous one has gone), so that the final
         // sync is short and journal writes never queue behind the whole flush.
-        core.data.write_back(pages[i], (j - i) as u64);
+        core.data.write_back(pages[i].get(), (j - i) as u64);
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;
     }
@@ -132,7 +132,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     }
     core.journal_bytes_at_flush
         .store(Counters::get(&core.counters.journal_bytes_stored), std::sync::atomic::Ordering::Relaxed);
-    Journal::make_durable(&core.journal, target)?;
+    Journal::make_durable(&core.journal, target.get())?;
     let (pages, next_page, journal_end) = pages_to_flush(core, target)?;
     let mut kinds = PagesByKind::default();
     let bytes = write_page_runs(core, &pages, target, &mut kinds)?;
@@ -143,8 +143,8 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     }
     let next = Header {
         revision: header.revision + 1,
-        flushed_txid: target,
-        next_page,
+        flushed_txid: target.get(),
+        next_page: next_page.get(),
         journal_gen: journal_end.generation,
         journal_offset: journal_end.offset,
         ..*header
@@ -152,7 +152,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     core.data.write_header(&next)?;
     core.counters.synced(SyncSite::Header);
     *header = next;
-    core.flushed_txid.store(target, std::sync::atomic::Ordering::Relaxed);
+    core.flushed_txid.store(target.get(), std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
     {
         let mut log = core.txlog.lock();
@@ -160,7 +160,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
         log.retain(|t| t.txid > target);
         core.counters.journal_unflushed_bytes.fetch_sub(flushed, std::sync::atomic::Ordering::Relaxed);
     }
-    let doomed = core.space.lock().retire(target);
+    let doomed = core.space.lock().retire(target.get());
     doomed.remove()?;
     Counters::add(&core.counters.flushes, 1);
     Counters::add(&core.counters.flushed_pages, pages.len() as u64);
@@ -185,7 +185,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
 /// is (`grow_to` says `Poisoned`).
 fn grow_ahead(core: &Core) -> Result<()> {
     let high = core.prepared.lock().next_page;
-    if !core.grow_due(high) {
+    if !core.grow_due(high.get()) {
         return Ok(());
     }
     let pages = core.data.len() / core.page_size as u64;

@@ -19,6 +19,7 @@
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, RwLock};
+use crate::{PageNo, TxId};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -31,7 +32,7 @@ pub(crate) type PageBuf = Arc<[u8]>;
 /// The versions of one page, oldest first. Most pages have exactly one, kept inline in the map's
 /// slot: a lookup touches the slot and then the page itself (its reference counts share the
 /// page header's cache line), no third place.
-type Versions = SmallVec<[(u64, PageBuf); 1]>;
+type Versions = SmallVec<[(TxId, PageBuf); 1]>;
 
 /// Hasher for page numbers: a multiplicative mix (keys are not attacker-chosen).
 #[derive(Default)]
@@ -50,14 +51,16 @@ impl Hasher for PgnoHasher {
     }
 }
 pub(crate) type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
+/// The page table's map: page number -> versions (hashed as `PgnoMap`'s `u64` keys are).
+type VersionMap = HashMap<PageNo, Versions, BuildHasherDefault<PgnoHasher>>;
 
 /// Buckets of the presence filter (invariant 3): consecutive page numbers fall in different
 /// buckets, so a chain of consecutive pages never shares one with the few pages held.
 const BUCKETS: usize = 1 << 14;
 
 #[inline]
-fn bucket(pgno: u64) -> usize {
-    (pgno % BUCKETS as u64) as usize
+fn bucket(pgno: PageNo) -> usize {
+    (pgno.get() % BUCKETS as u64) as usize
 }
 
 /// Whether a page's versions are pruned before a new one is added (invariant 4). Up to 8
@@ -67,7 +70,7 @@ fn bucket(pgno: u64) -> usize {
 /// versions, and pruning all of them at every commit made a commit cost grow with the number of
 /// snapshots (faults issue §6: 5 us with none, 975 us with 10,000 over 2,000 ids). So the work
 /// is amortised to O(1) per publish, and a page keeps at most twice the versions it needs.
-fn prune_due(vs: &Versions, visible: u64, needed: &[u64]) -> bool {
+fn prune_due(vs: &Versions, visible: TxId, needed: &[TxId]) -> bool {
     if vs.len() <= 8 {
         return true;
     }
@@ -78,7 +81,7 @@ fn prune_due(vs: &Versions, visible: u64, needed: &[u64]) -> bool {
 }
 
 pub(crate) struct PageTable {
-    map: RwLock<PgnoMap<Versions>>,
+    map: RwLock<VersionMap>,
     count: AtomicUsize,
     bytes: AtomicU64,
     /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
@@ -106,14 +109,14 @@ const POOL_MAX: usize = 4096;
 impl PageTable {
     /// The newest version of `pgno` committed at or before `txid`.
     #[inline]
-    pub(crate) fn get(&self, pgno: u64, txid: u64) -> Option<PageBuf> {
+    pub(crate) fn get(&self, pgno: PageNo, txid: TxId) -> Option<PageBuf> {
         if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
             return None;
         }
         self.get_locked(pgno, txid)
     }
 
-    fn get_locked(&self, pgno: u64, txid: u64) -> Option<PageBuf> {
+    fn get_locked(&self, pgno: PageNo, txid: TxId) -> Option<PageBuf> {
         let m = self.map.read();
         let vs = m.get(&pgno)?;
         vs.iter().rev().find(|(t, _)| *t <= txid).map(|(_, b)| b.clone())
@@ -123,7 +126,7 @@ impl PageTable {
     /// lists the live snapshots' ids, sorted: with `visible`, the ids that may read older
     /// versions. Superseded versions at or below `visible` that none of them reads are dropped
     /// (invariant 4).
-    pub(crate) fn publish(&self, txid: u64, pages: Vec<(u64, PageBuf)>, visible: u64, needed: &[u64]) {
+    pub(crate) fn publish(&self, txid: TxId, pages: Vec<(PageNo, PageBuf)>, visible: TxId, needed: &[TxId]) {
         let mut dropped: Vec<PageBuf> = Vec::new();
         {
             let mut m = self.map.write();
@@ -142,7 +145,7 @@ impl PageTable {
                     let keep: SmallVec<[bool; 8]> = (0..vs.len())
                         .map(|i| {
                             let t = vs[i].0;
-                            let next = vs.get(i + 1).map_or(u64::MAX, |v| v.0);
+                            let next = vs.get(i + 1).map_or(TxId::new(u64::MAX), |v| v.0);
                             let j = needed.partition_point(|s| *s < t);
                             t > visible || (t..next).contains(&visible) || needed.get(j).is_some_and(|s| *s < next)
                         })
@@ -170,7 +173,7 @@ impl PageTable {
     }
 
     /// Remove every version `<= txid` of `pages` (the data file now holds the newest of them).
-    pub(crate) fn retire(&self, pages: &[u64], txid: u64) {
+    pub(crate) fn retire(&self, pages: &[PageNo], txid: TxId) {
         let mut dropped: Vec<PageBuf> = Vec::new();
         // In slices, so that the writer and readers are never held off for long.
         for chunk in pages.chunks(512) {
@@ -251,6 +254,16 @@ impl PageTable {
 mod tests {
     use super::*;
 
+    fn p(n: u64) -> PageNo {
+        PageNo::new(n)
+    }
+    fn x(n: u64) -> TxId {
+        TxId::new(n)
+    }
+    fn v(pages: &[(u64, PageBuf)]) -> Vec<(PageNo, PageBuf)> {
+        pages.iter().map(|(n, b)| (p(*n), b.clone())).collect()
+    }
+
     fn buf(b: u8) -> PageBuf {
         Arc::from(vec![b; 16])
     }
@@ -258,24 +271,24 @@ mod tests {
     #[test]
     fn versions_are_found_by_snapshot_and_retired() {
         let t = PageTable::default();
-        assert!(t.get(5, 100).is_none());
-        t.publish(3, vec![(5, buf(3)), (6, buf(3))], 2, &[2]);
-        t.publish(7, vec![(5, buf(7))], 4, &[4]);
-        assert!(t.get(5, 2).is_none());
-        assert_eq!(t.get(5, 3).unwrap()[0], 3);
-        assert_eq!(t.get(5, 6).unwrap()[0], 3);
-        assert_eq!(t.get(5, 7).unwrap()[0], 7);
+        assert!(t.get(p(5), x(100)).is_none());
+        t.publish(x(3), v(&[(5, buf(3)), (6, buf(3))]), x(2), &[x(2)]);
+        t.publish(x(7), v(&[(5, buf(7))]), x(4), &[x(4)]);
+        assert!(t.get(p(5), x(2)).is_none());
+        assert_eq!(t.get(p(5), x(3)).unwrap()[0], 3);
+        assert_eq!(t.get(p(5), x(6)).unwrap()[0], 3);
+        assert_eq!(t.get(p(5), x(7)).unwrap()[0], 7);
         assert_eq!(t.bytes(), 48);
-        t.retire(&[5, 6], 3);
-        assert!(t.get(6, 10).is_none());
-        assert!(t.get(5, 6).is_none());
-        assert_eq!(t.get(5, 9).unwrap()[0], 7);
+        t.retire(&[p(5), p(6)], x(3));
+        assert!(t.get(p(6), x(10)).is_none());
+        assert!(t.get(p(5), x(6)).is_none());
+        assert_eq!(t.get(p(5), x(9)).unwrap()[0], 7);
         assert_eq!(t.pages(), 1);
         // Page 5 + BUCKETS shares page 5's bucket; page 6's bucket is empty again.
-        assert!(t.get(5 + BUCKETS as u64, 9).is_none());
-        assert_eq!(t.present[bucket(6)].load(Ordering::Relaxed), 0);
-        assert_eq!(t.present[bucket(5)].load(Ordering::Relaxed), 1);
-        t.retire(&[5], 7);
+        assert!(t.get(p(5 + BUCKETS as u64), x(9)).is_none());
+        assert_eq!(t.present[bucket(p(6))].load(Ordering::Relaxed), 0);
+        assert_eq!(t.present[bucket(p(5))].load(Ordering::Relaxed), 1);
+        t.retire(&[p(5)], x(7));
         assert_eq!(t.pages(), 0);
         assert_eq!(t.bytes(), 0);
         assert!(t.present.iter().all(|c| c.load(Ordering::Relaxed) == 0));
@@ -284,25 +297,25 @@ mod tests {
     #[test]
     fn superseded_versions_no_snapshot_reads_are_dropped() {
         let t = PageTable::default();
-        t.publish(1, vec![(9, buf(1))], 0, &[0]);
-        t.publish(2, vec![(9, buf(2))], 1, &[1]);
+        t.publish(x(1), v(&[(9, buf(1))]), x(0), &[x(0)]);
+        t.publish(x(2), v(&[(9, buf(2))]), x(1), &[x(1)]);
         // A snapshot at 1 reads version 1; nothing reads the others but the newest.
-        t.publish(3, vec![(9, buf(3))], 2, &[1, 2]);
-        t.publish(4, vec![(9, buf(4))], 3, &[1, 3]);
-        assert_eq!(t.get(9, 1).unwrap()[0], 1);
-        assert_eq!(t.get(9, 2).unwrap()[0], 1, "version 2 was dropped: no snapshot at 2 remained");
-        assert_eq!(t.get(9, 3).unwrap()[0], 3);
-        assert_eq!(t.get(9, 9).unwrap()[0], 4);
+        t.publish(x(3), v(&[(9, buf(3))]), x(2), &[x(1), x(2)]);
+        t.publish(x(4), v(&[(9, buf(4))]), x(3), &[x(1), x(3)]);
+        assert_eq!(t.get(p(9), x(1)).unwrap()[0], 1);
+        assert_eq!(t.get(p(9), x(2)).unwrap()[0], 1, "version 2 was dropped: no snapshot at 2 remained");
+        assert_eq!(t.get(p(9), x(3)).unwrap()[0], 3);
+        assert_eq!(t.get(p(9), x(9)).unwrap()[0], 4);
         assert_eq!(t.bytes(), 3 * 16);
         // With no reader but the last visible transaction, only that version and the new one stay.
-        t.publish(5, vec![(9, buf(5))], 4, &[4]);
+        t.publish(x(5), v(&[(9, buf(5))]), x(4), &[x(4)]);
         assert_eq!(t.bytes(), 2 * 16);
         // Versions of transactions prepared but not yet visible are all kept (pipelined commits).
-        t.publish(6, vec![(9, buf(6))], 4, &[4]);
-        t.publish(7, vec![(9, buf(7))], 4, &[4]);
-        t.publish(8, vec![(9, buf(8))], 4, &[4]);
+        t.publish(x(6), v(&[(9, buf(6))]), x(4), &[x(4)]);
+        t.publish(x(7), v(&[(9, buf(7))]), x(4), &[x(4)]);
+        t.publish(x(8), v(&[(9, buf(8))]), x(4), &[x(4)]);
         for v in 4..=8 {
-            assert_eq!(t.get(9, v).unwrap()[0] as u64, v);
+            assert_eq!(t.get(p(9), x(v)).unwrap()[0] as u64, v);
         }
     }
 }

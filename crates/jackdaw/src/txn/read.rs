@@ -8,7 +8,7 @@
 use super::core::Core;
 use super::page_table::PageBuf;
 use crate::data::MapState;
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -37,32 +37,32 @@ impl AsRef<[u8]> for PageRef<'_> {
 
 /// What a snapshot sees: used by readers and by the writer for its base state.
 pub(crate) struct View {
-    pub txid: u64,
-    pub next_page: u64,
+    pub txid: TxId,
+    pub next_page: PageNo,
     pub map: Arc<MapState>,
 }
 
 impl View {
-    pub(crate) fn page<'a>(&'a self, core: &Core, pgno: u64) -> Result<PageRef<'a>> {
+    pub(crate) fn page<'a>(&'a self, core: &Core, pgno: PageNo) -> Result<PageRef<'a>> {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
-            return Err(Error::corrupted(
-                Some(pgno),
+            return Err(Error::corrupted_at(
+                pgno,
                 format!("page number outside [2, {}) of transaction {}", self.next_page, self.txid),
             ));
         }
         if let Some(b) = core.table.get(pgno, self.txid) {
             return Ok(PageRef::Held(b));
         }
-        Ok(PageRef::Borrowed(self.map.page(pgno)?))
+        Ok(PageRef::Borrowed(self.map.page(pgno.get())?))
     }
 
     /// Whether this view reads pages `[first, first + n)` from the data file, every one already
     /// verified (so a positional read returns what `page` would).
-    fn file_run(&self, core: &Core, first: u64, n: u64) -> bool {
+    fn file_run(&self, core: &Core, first: PageNo, n: u64) -> bool {
         first >= crate::data::file::FIRST_BITMAP_PAGE
-            && first.checked_add(n).is_some_and(|end| end <= self.next_page)
-            && self.map.verified_run(first, n)
-            && (first..first + n).all(|pgno| core.table.get(pgno, self.txid).is_none())
+            && first.get().checked_add(n).is_some_and(|end| end <= self.next_page.get())
+            && self.map.verified_run(first.get(), n)
+            && (first.get()..first.get() + n).all(|pgno| core.table.get(PageNo::new(pgno), self.txid).is_none())
     }
 }
 
@@ -91,7 +91,7 @@ impl Snapshot {
     /// with `out` as it was, when the pages are not such a run or `laid_out` refuses them.
     pub(crate) fn read_run(
         &self,
-        (first, count): (u64, usize),
+        (first, count): (PageNo, usize),
         (head, tail): (usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(&[u8]) -> bool,
@@ -101,7 +101,7 @@ impl Snapshot {
         }
         let mut heads = vec![0u8; count * head];
         let base = out.len();
-        self.core.data.read_split(first, count, head, tail, &mut heads, out)?;
+        self.core.data.read_split(first.get(), count, head, tail, &mut heads, out)?;
         if laid_out(&heads) {
             self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(true)
@@ -154,17 +154,17 @@ impl Snapshot {
     }
 
     /// The id of the last transaction this snapshot sees.
-    pub(crate) fn txid(&self) -> u64 {
+    pub(crate) fn txid(&self) -> TxId {
         self.view.txid
     }
 
     /// The page high-water mark of the snapshot.
-    pub(crate) fn next_page(&self) -> u64 {
+    pub(crate) fn next_page(&self) -> PageNo {
         self.view.next_page
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
-    pub(crate) fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
+    pub(crate) fn page(&self, pgno: PageNo) -> Result<PageRef<'_>> {
         self.view.page(&self.core, pgno)
     }
 }

@@ -2,7 +2,7 @@
 
 use super::core::{Core, TxRecord};
 use crate::data::file::FIRST_BITMAP_PAGE;
-use crate::ids::TxId;
+use crate::ids::{PageNo, TxId};
 use crate::stats::{Counters, ReaderInfo, Stats};
 use crate::storage::{JournalIo, SyncSite};
 use std::collections::{HashSet, VecDeque};
@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering;
 /// What a snapshot of `txid` keeps from being retired (`ReaderInfo::pinned_bytes`): the distinct
 /// pages changed after it, each counted once however often it was rewritten, plus the journal
 /// records written after it.
-fn pinned_by(log: &VecDeque<TxRecord>, txid: u64, page_size: u64) -> u64 {
+fn pinned_by(log: &VecDeque<TxRecord>, txid: TxId, page_size: u64) -> u64 {
     let later = log.iter().filter(|t| t.txid > txid);
-    let pages: HashSet<u64> = later.clone().flat_map(|t| t.pages.iter().copied()).collect();
+    let pages: HashSet<PageNo> = later.clone().flat_map(|t| t.pages.iter().copied()).collect();
     pages.len() as u64 * page_size + later.map(|t| t.journal_bytes).sum::<u64>()
 }
 
@@ -23,13 +23,13 @@ pub(crate) fn stats(core: &Core) -> Stats {
     let committed = core.committed();
     let free_pages = core.alloc.lock().total_free();
     let now = core.opts.clock.now();
-    let readers: Vec<(u64, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
+    let readers: Vec<(TxId, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
     let readers = {
         let log = core.txlog.lock();
         readers
             .into_iter()
             .map(|(txid, start)| ReaderInfo {
-                txid: TxId::new(txid),
+                txid,
                 age: now.saturating_sub(start),
                 pinned_bytes: pinned_by(&log, txid, core.page_size as u64),
             })
@@ -42,11 +42,11 @@ pub(crate) fn stats(core: &Core) -> Stats {
     };
     Stats {
         page_size: core.page_size,
-        pages_in_use: committed.next_page - free_pages - FIRST_BITMAP_PAGE,
+        pages_in_use: committed.next_page.get() - free_pages - FIRST_BITMAP_PAGE,
         free_pages,
-        next_page: committed.next_page,
+        next_page: committed.next_page.get(),
         data_file_bytes: core.data.len(),
-        slack_bytes: core.data.len().saturating_sub(committed.next_page.saturating_mul(core.page_size as u64)),
+        slack_bytes: core.data.len().saturating_sub(committed.next_page.get().saturating_mul(core.page_size as u64)),
         journal_file_bytes,
         journal_files,
         journal_files_created: Counters::get(&c.journal_files_created),
@@ -54,7 +54,7 @@ pub(crate) fn stats(core: &Core) -> Stats {
         journal_files_prepared: Counters::get(&c.journal_files_prepared),
         stray_journal_files: Counters::get(&c.stray_journal_files),
         journal_io: io.map_or("no journal file opened yet", JournalIo::name),
-        last_committed_txid: TxId::new(committed.txid),
+        last_committed_txid: committed.txid,
         last_flushed_txid: TxId::new(core.flushed_txid.load(Ordering::Relaxed)),
         oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
         readers,

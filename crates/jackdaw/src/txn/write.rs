@@ -33,7 +33,7 @@ use crate::journal::Journal;
 use crate::options::{Durability, FlusherMode, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
-use crate::{Error, Result};
+use crate::{Error, PageNo, Result, TxId};
 use std::collections::HashSet;
 use std::io::IoSlice;
 use std::sync::Arc;
@@ -122,7 +122,7 @@ impl PageTxn {
             core: core.clone(),
             _guard: guard,
             base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
-            next_page: c.next_page,
+            next_page: c.next_page.get(),
             dirty: PgnoMap::default(),
             free,
             geom: Geometry::new(core.page_size),
@@ -140,8 +140,8 @@ impl PageTxn {
     }
 
     /// The id this transaction will have when it commits.
-    pub(crate) fn txid(&self) -> u64 {
-        self.base.txid + 1
+    pub(crate) fn txid(&self) -> TxId {
+        self.base.txid.next()
     }
 
     /// Override the environment's durability for this commit.
@@ -163,14 +163,14 @@ impl PageTxn {
         if let Some(d) = self.dirty.get(&pgno) {
             return Ok(PageRef::Borrowed(&d.buf));
         }
-        if pgno >= self.base.next_page {
+        if pgno >= self.base.next_page.get() {
             if let Some(m) = &self.streamed_map {
                 if self.streamed.contains_key(&pgno) {
                     return Ok(PageRef::Borrowed(m.raw(pgno)?));
                 }
             }
         }
-        self.base.page(&self.core, pgno)
+        self.base.page(&self.core, PageNo::new(pgno))
     }
 
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
@@ -225,7 +225,7 @@ impl PageTxn {
                     self.reloaded += 1;
                     e.insert(Dirty { buf, fresh: true, held: None, touched, written: None })
                 } else {
-                    if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page {
+                    if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page.get() {
                         return Err(Error::Invalid(format!(
                             "page {pgno} is not an allocated page of this transaction"
                         )));
@@ -241,7 +241,7 @@ impl PageTxn {
                     if self.rewritten * entry > max {
                         return Err(Error::TransactionTooLarge { bytes: self.rewritten * entry, max });
                     }
-                    let base = self.base.page(&self.core, pgno)?;
+                    let base = self.base.page(&self.core, PageNo::new(pgno))?;
                     let buf = self.core.table.copy_of(&base);
                     let held = match base {
                         PageRef::Held(b) => Some(b),
@@ -293,7 +293,7 @@ impl PageTxn {
             return Ok(());
         }
         let keep = max / 2;
-        let first = self.base.next_page;
+        let first = self.base.next_page.get();
         let mut cand: Vec<(u64, u64)> = self
             .dirty
             .iter()
@@ -308,7 +308,7 @@ impl PageTxn {
             let mut pgnos: Vec<u64> = cand[..n].iter().map(|c| c.1).collect();
             pgnos.sort_unstable();
             let core = self.core.clone();
-            let txid = self.base.txid + 1;
+            let txid = self.base.txid.next();
             let last = pgnos[n - 1];
             ensure_pages(&core, last + 1)?;
             // Seal and write while the pages are still dirty; only once every write returned do
@@ -316,7 +316,7 @@ impl PageTxn {
             // environment poisoned), never named as written without being written.
             for p in &pgnos {
                 if let Some(d) = self.dirty.get_mut(p) {
-                    page::seal(unique(&mut d.buf)?, *p, txid);
+                    page::seal(unique(&mut d.buf)?, PageNo::new(*p), txid);
                 }
             }
             self.write_dirty(&pgnos)?;
@@ -431,11 +431,11 @@ impl PageTxn {
     /// with this transaction's id, synced at commit before the journal record, which carries only
     /// its checksum. Nothing of it stays in memory.
     pub(crate) fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
-        if pgno < self.base.next_page || pgno >= self.next_page || self.dirty.contains_key(&pgno) {
+        if pgno < self.base.next_page.get() || pgno >= self.next_page || self.dirty.contains_key(&pgno) {
             return Err(Error::Invalid(format!("page {pgno} was not reserved for writing once")));
         }
         let core = &self.core;
-        page::seal(buf, pgno, self.base.txid + 1);
+        page::seal(buf, PageNo::new(pgno), self.base.txid.next());
         ensure_pages(core, pgno + 1)?;
         core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
         self.streamed.insert(pgno, Streamed { sum: page::stored_checksum(buf), kind: Some(PageKind::Overflow) });
@@ -456,7 +456,7 @@ impl PageTxn {
         let eligible: Vec<u64> = if min == 0 {
             Vec::new()
         } else {
-            pgnos.iter().copied().filter(|p| *p >= self.base.next_page && self.dirty[p].fresh).collect()
+            pgnos.iter().copied().filter(|p| *p >= self.base.next_page.get() && self.dirty[p].fresh).collect()
         };
         if eligible.len() >= min.max(1) {
             // Already sealed by `prepare`.
@@ -486,7 +486,7 @@ impl PageTxn {
                 core,
                 txid: None,
                 base: self.base.txid,
-                next_page: 0,
+                next_page: PageNo::new(0),
                 payload: None,
                 durability: self.durability,
                 stats: CommitStats::default(),
@@ -494,7 +494,7 @@ impl PageTxn {
                 done: false,
             });
         }
-        let txid = self.base.txid + 1;
+        let txid = self.base.txid.next();
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
         pgnos.sort_unstable();
         let kinds = self.seal_pages(txid)?;
@@ -524,7 +524,7 @@ impl PageTxn {
             core,
             txid: Some(txid),
             base: self.base.txid,
-            next_page: self.next_page,
+            next_page: PageNo::new(self.next_page),
             payload: Some(rec),
             durability: self.durability,
             stats,
@@ -536,13 +536,13 @@ impl PageTxn {
     /// Seal every page (number, txid, checksum), counting them by kind on the way (one pass
     /// over the dirty pages; streamed pages are counted too).
     #[inline]
-    fn seal_pages(&mut self, txid: u64) -> Result<PagesByKind> {
+    fn seal_pages(&mut self, txid: TxId) -> Result<PagesByKind> {
         let mut kinds = PagesByKind::default();
         for s in self.streamed.values() {
             kinds.count(s.kind);
         }
         for (p, d) in self.dirty.iter_mut() {
-            page::seal(unique(&mut d.buf)?, *p, txid);
+            page::seal(unique(&mut d.buf)?, PageNo::new(*p), txid);
             kinds.count(page::page_kind(&d.buf));
         }
         Ok(kinds)
@@ -553,7 +553,7 @@ impl PageTxn {
     #[inline]
     fn framed_record(
         &self,
-        txid: u64,
+        txid: TxId,
         pgnos: &[u64],
         once: &HashSet<u64>,
         kinds: PagesByKind,
@@ -562,7 +562,7 @@ impl PageTxn {
         let mut payload = PayloadBuilder::default();
         self.encode_entries(pgnos, once, &mut payload, &mut |_| Ok(()))?;
         let stats = CommitStats {
-            txid: crate::ids::TxId::new(txid),
+            txid,
             pages: pgnos.len() + self.streamed.len(),
             written_once_pages: once.len() + self.streamed.len(),
             spilled_pages: self.spilled as usize,
@@ -575,7 +575,7 @@ impl PageTxn {
         let payload = record::compress(payload, core.opts.max_record_bytes)?;
         // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
         // A full disk or no descriptor fails this commit alone; nothing is published yet.
-        let slot = core.space.lock().reserve(txid, &payload).map_err(|e| {
+        let slot = core.space.lock().reserve(txid.get(), &payload).map_err(|e| {
             if e.poison {
                 core.poison(&e.error);
             }
@@ -588,10 +588,10 @@ impl PageTxn {
     /// `finish`), recycle the buffers of the pages written `once`, and record the transaction
     /// in the log, the allocator summary and the prepared position. Nothing here can fail.
     #[inline]
-    fn publish_prepared(&mut self, txid: u64, pgnos: Vec<u64>, once: &HashSet<u64>) {
+    fn publish_prepared(&mut self, txid: TxId, pgnos: Vec<u64>, once: &HashSet<u64>) {
         let core = &self.core;
-        let versions: Vec<(u64, PageBuf)> =
-            pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (*p, d.buf))).collect();
+        let versions: Vec<(PageNo, PageBuf)> =
+            pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (PageNo::new(*p), d.buf))).collect();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
             let mut r = core.readers.lock();
@@ -603,13 +603,13 @@ impl PageTxn {
         core.table.recycle(once.iter().filter_map(|p| self.dirty.remove(p).map(|d| d.buf)).collect());
         core.txlog.lock().push_back(TxRecord {
             txid,
-            pages: pgnos,
-            next_page: self.next_page,
+            pages: pgnos.into_iter().map(PageNo::new).collect(),
+            next_page: PageNo::new(self.next_page),
             journal_end: None,
             journal_bytes: 0,
         });
         *core.alloc.lock() = AllocSummary { free: std::mem::take(&mut self.free) };
-        *core.prepared.lock() = Committed { txid, next_page: self.next_page };
+        *core.prepared.lock() = Committed { txid, next_page: PageNo::new(self.next_page) };
     }
 }
 
@@ -666,7 +666,7 @@ impl PageTxn {
     /// otherwise be a hole in the log, and bytes may have reached the file).
     fn write_streamed(
         &self,
-        txid: u64,
+        txid: TxId,
         pgnos: &[u64],
         once: &HashSet<u64>,
         kinds: PagesByKind,
@@ -688,7 +688,7 @@ impl PageTxn {
         // Truthful whenever it is read: `durable_txid` only grows (FORMAT.md §6.1).
         let synced_through = core.journal.lock().durable_txid();
         let len = record::record_len_for(raw);
-        let slot = core.space.lock().reserve_len(txid, len).map_err(|e| {
+        let slot = core.space.lock().reserve_len(txid.get(), len).map_err(|e| {
             if e.poison {
                 core.poison(&e.error);
             }
@@ -698,7 +698,7 @@ impl PageTxn {
             core.poison(&Error::Poisoned(format!("a streamed journal record could not be written: {e}")))
         })?;
         let stats = CommitStats {
-            txid: crate::ids::TxId::new(txid),
+            txid,
             pages: pgnos.len() + self.streamed.len(),
             written_once_pages: once.len() + self.streamed.len(),
             spilled_pages: self.spilled as usize,
@@ -722,7 +722,7 @@ impl PageTxn {
     fn stream_payload(
         &self,
         slot: &Slot,
-        txid: u64,
+        txid: TxId,
         synced_through: u64,
         count: u32,
         raw_len: u32,
@@ -731,7 +731,7 @@ impl PageTxn {
     ) -> Result<Vec<u8>> {
         let core = &self.core;
         let mut rec = record::StreamedRecord::begin(
-            txid,
+            txid.get(),
             slot.generation,
             core.db_id,
             self.next_page,
@@ -902,9 +902,9 @@ enum Record {
 /// not see it, but the next write transaction already builds on it.
 pub(crate) struct Prepared {
     core: Arc<Core>,
-    txid: Option<u64>,
-    base: u64,
-    next_page: u64,
+    txid: Option<TxId>,
+    base: TxId,
+    next_page: PageNo,
     payload: Option<Record>,
     durability: Durability,
     stats: CommitStats,
@@ -935,26 +935,28 @@ impl Prepared {
             // Nothing written: a `Sync` empty commit still makes earlier records durable.
             if self.durability == Durability::Sync {
                 let mut j = core.journal.lock();
-                core.journal_cv
-                    .wait_while(&mut j, |j| j.last_txid() < self.base && !j.failed() && core.poisoned.lock().is_none());
-                if j.last_txid() < self.base {
+                core.journal_cv.wait_while(&mut j, |j| {
+                    j.last_txid() < self.base.get() && !j.failed() && core.poisoned.lock().is_none()
+                });
+                if j.last_txid() < self.base.get() {
                     return Err(Error::Poisoned("an earlier journal write failed".into()));
                 }
                 drop(j);
-                Journal::make_durable(&core.journal, self.base).inspect_err(|e| core.poison(e))?;
+                Journal::make_durable(&core.journal, self.base.get()).inspect_err(|e| core.poison(e))?;
             }
             return Ok(CommitStats { time: self.t0.elapsed(), ..Default::default() });
         };
         let appended = {
             let mut j = core.journal.lock();
-            core.journal_cv
-                .wait_while(&mut j, |j| j.last_txid() + 1 < txid && !j.failed() && core.poisoned.lock().is_none());
-            if j.failed() || j.last_txid() + 1 != txid {
+            core.journal_cv.wait_while(&mut j, |j| {
+                j.last_txid() + 1 < txid.get() && !j.failed() && core.poisoned.lock().is_none()
+            });
+            if j.failed() || j.last_txid() + 1 != txid.get() {
                 core.journal_cv.notify_all();
                 return Err(Error::Poisoned("an earlier journal write failed".into()));
             }
             let r = match rec {
-                Record::Framed(slot, payload) => j.append(slot, self.next_page, &payload, self.durability),
+                Record::Framed(slot, payload) => j.append(slot, self.next_page.get(), &payload, self.durability),
                 Record::Streamed { slot, first, raw_len, full_bytes } => {
                     j.append_streamed(slot, &first, (raw_len, full_bytes), self.durability)
                 }
@@ -977,7 +979,7 @@ impl Prepared {
         Counters::add(&core.counters.commits, 1);
         if core.flush_due() {
             core.wake_flusher();
-        } else if core.opts.flusher == FlusherMode::Background && core.grow_due(self.next_page) {
+        } else if core.opts.flusher == FlusherMode::Background && core.grow_due(self.next_page.get()) {
             core.nudge_flusher_to_grow();
         }
         let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
