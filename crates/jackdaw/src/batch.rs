@@ -333,8 +333,8 @@ fn fill_transaction(core: &Arc<Core>, m: &Merger, tx: &mut WriteTxn) -> (Vec<Syn
             out
         };
         for p in taken {
-            if failed.is_some() {
-                let _ = p.done.send(Err(failed.clone().expect("set")));
+            if let Some(e) = &failed {
+                let _ = p.done.send(Err(e.clone()));
                 continue;
             }
             match validate(tx, core.db_id(), &p.batch) {

@@ -366,15 +366,8 @@ fn lock_and_open_files(
     let lock: Box<dyn LockGuard> =
         Box::new(Locks { _lock_file: lock, _data_file: take_lock(storage, dir, &data_path, LockTarget::Existing)? });
     let file = storage.open(&data_path, OpenMode::ReadWrite).ctx("open data file")?;
-    let header = DataFile::read_headers(file.as_ref())?;
+    let (header, _) = DataFile::read_header_checked(file.as_ref())?;
     let ps = header.page_size as usize;
-    let flen = file.len().ctx("data file length")?;
-    if flen < header.next_page.saturating_mul(ps as u64) {
-        return Err(Error::corrupted(
-            None,
-            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
-        ));
-    }
     let data = DataFile::open(file, ps)?;
     Ok((lock, journal_dir, data, header))
 }

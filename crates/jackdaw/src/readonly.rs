@@ -104,15 +104,7 @@ fn lock_and_open_shared(
         LockAttempt::Held { pid } => return Err(Error::Locked { path: dir.to_path_buf(), pid }),
     };
     let file = storage.open(&data_path, OpenMode::ReadOnly).ctx("open data file")?;
-    let header = DataFile::read_headers(file.as_ref())?;
-    let ps = header.page_size as usize;
-    let flen = file.len().ctx("data file length")?;
-    if flen < header.next_page.saturating_mul(ps as u64) {
-        return Err(Error::corrupted(
-            None,
-            format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
-        ));
-    }
+    let (header, flen) = DataFile::read_header_checked(file.as_ref())?;
     Ok((lock, file, header, flen))
 }
 

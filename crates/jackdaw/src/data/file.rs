@@ -323,6 +323,20 @@ impl DataFile {
         self.file.sync_data(SyncSite::Header).ctx("sync header slot")
     }
 
+    /// The header of `file` (`read_headers`), checked against the file's length: a file shorter
+    /// than the pages its header records is `Corrupted`. Returns the header and the length.
+    pub(crate) fn read_header_checked(file: &dyn StorageFile) -> Result<(Header, u64)> {
+        let header = DataFile::read_headers(file)?;
+        let flen = file.len().ctx("data file length")?;
+        if flen < header.next_page.saturating_mul(header.page_size as u64) {
+            return Err(Error::corrupted(
+                None,
+                format!("data file is {flen} bytes, shorter than the {} pages its header records", header.next_page),
+            ));
+        }
+        Ok((header, flen))
+    }
+
     /// Decode both slots (a file too short for a slot yields `Foreign` for it).
     pub(crate) fn read_headers(file: &dyn StorageFile) -> Result<Header> {
         let len = file.len().ctx("data file length")?;

@@ -429,11 +429,7 @@ fn split_page<W: PageWrite + ?Sized>(
         node::init(lp, level);
         node::fill(lp, &entries[..m])?;
     }
-    if leaf {
-        desc.leaf_pages += 1;
-    } else {
-        desc.branch_pages += 1;
-    }
+    desc.count_new_page(leaf);
     Ok((pgno, sep, right))
 }
 
@@ -454,11 +450,7 @@ fn append_to_new_page<W: PageWrite + ?Sized>(
     let rp = w.page_mut(right)?;
     node::init(rp, level);
     node::fill(rp, &[&entry])?;
-    if leaf {
-        desc.leaf_pages += 1;
-    } else {
-        desc.branch_pages += 1;
-    }
+    desc.count_new_page(leaf);
     Ok((pgno, sep, right))
 }
 
@@ -559,7 +551,7 @@ fn rebalance<W: PageWrite + ?Sized>(
         if count == 0 {
             // An empty page leaves its parent, whether or not a sibling could take it in (a
             // branch of huge keys may have no sibling with room, and no other child).
-            let (ppg, ci) = path.pop().expect("non-empty");
+            let (ppg, ci) = path.pop().ok_or_else(|| Error::Invalid("internal: rebalance past the root".into()))?;
             w.free(pg)?;
             if leaf {
                 desc.leaf_pages -= 1;
@@ -593,27 +585,23 @@ fn shrink_root<W: PageWrite + ?Sized>(
     count: usize,
     first_child: u64,
 ) -> Result<Option<u64>> {
-    if leaf && count == 0 {
-        w.free(pg)?;
+    // An empty root (leaf or branch) empties the tree; a branch root with one child gives way
+    // to it.
+    let next = match (leaf, count) {
+        (_, 0) => 0,
+        (false, 1) => first_child,
+        _ => return Ok(None),
+    };
+    w.free(pg)?;
+    if leaf {
         desc.leaf_pages -= 1;
-        desc.root = 0;
-        desc.depth = 0;
-        cache.clear_tree(desc.id);
-    } else if !leaf && count == 0 {
-        w.free(pg)?;
+    } else {
         desc.branch_pages -= 1;
-        desc.root = 0;
-        desc.depth = 0;
-        cache.clear_tree(desc.id);
-    } else if !leaf && count == 1 {
-        w.free(pg)?;
-        desc.branch_pages -= 1;
-        desc.root = first_child;
-        desc.depth -= 1;
-        cache.clear_tree(desc.id);
-        return Ok(Some(first_child));
     }
-    Ok(None)
+    cache.clear_tree(desc.id);
+    desc.root = next;
+    desc.depth = if next == 0 { 0 } else { desc.depth - 1 };
+    Ok((next != 0).then_some(next))
 }
 
 /// `rebalance` of an underfull page, the last of `path`: merge it with a sibling (the right
@@ -628,7 +616,7 @@ fn merge_with_sibling<W: PageWrite + ?Sized>(
     leaf: bool,
     cap: usize,
 ) -> Result<Option<u64>> {
-    let (ppg, ci) = *path.last().expect("non-empty");
+    let (ppg, ci) = *path.last().ok_or_else(|| Error::Invalid("internal: rebalance past the root".into()))?;
     let (lpg, rpg, ri, sep) = {
         let parent = w.page(ppg)?;
         let pn = Node::new(&parent);

@@ -131,6 +131,16 @@ pub(crate) struct TreeDesc {
 pub(crate) const DESC_LEN: usize = 64;
 
 impl TreeDesc {
+    /// A page was added to the tree: a leaf, or a branch.
+    #[inline]
+    pub(crate) fn count_new_page(&mut self, leaf: bool) {
+        if leaf {
+            self.leaf_pages += 1;
+        } else {
+            self.branch_pages += 1;
+        }
+    }
+
     pub(crate) fn encode(&self) -> [u8; DESC_LEN] {
         let mut b = [0u8; DESC_LEN];
         b[0..8].copy_from_slice(&self.id.to_le_bytes());

@@ -471,6 +471,30 @@ impl PageTxn {
         Ok(once)
     }
 
+    /// What `finish` reports of this commit, as far as prepare knows it: `journaled` dirty pages
+    /// and `once` of them written once (streamed pages count in both), the payload's bytes as
+    /// full page images and after diffing (`bytes`); the written bytes and the time come later.
+    fn commit_stats(
+        &self,
+        txid: TxId,
+        journaled: usize,
+        once: usize,
+        kinds: PagesByKind,
+        (full, raw): (u64, u64),
+    ) -> CommitStats {
+        CommitStats {
+            txid,
+            pages: journaled + self.streamed.len(),
+            written_once_pages: once + self.streamed.len(),
+            spilled_pages: self.spilled as usize,
+            pages_by_kind: kinds,
+            journal_bytes_full: full,
+            journal_bytes_raw: raw,
+            journal_bytes_written: 0,
+            time: std::time::Duration::ZERO,
+        }
+    }
+
     /// The first half of a commit, under the writer lock: seal the pages (number, txid,
     /// checksum), grow the file, write pages once, build and compress the journal payload (or
     /// stream it), reserve the record's place in the journal (the last step that can fail), and
@@ -561,17 +585,8 @@ impl PageTxn {
         let core = &self.core;
         let mut payload = PayloadBuilder::default();
         self.encode_entries(pgnos, once, &mut payload, &mut |_| Ok(()))?;
-        let stats = CommitStats {
-            txid,
-            pages: pgnos.len() + self.streamed.len(),
-            written_once_pages: once.len() + self.streamed.len(),
-            spilled_pages: self.spilled as usize,
-            pages_by_kind: kinds,
-            journal_bytes_full: payload.full_bytes,
-            journal_bytes_raw: payload.buf.len() as u64,
-            journal_bytes_written: 0,
-            time: std::time::Duration::ZERO,
-        };
+        let stats =
+            self.commit_stats(txid, pgnos.len(), once.len(), kinds, (payload.full_bytes, payload.buf.len() as u64));
         let payload = record::compress(payload, core.opts.max_record_bytes)?;
         // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
         // A full disk or no descriptor fails this commit alone; nothing is published yet.
@@ -697,17 +712,7 @@ impl PageTxn {
         let head = self.stream_payload(&slot, txid, synced_through, count, raw_len, pgnos, once).inspect_err(|e| {
             core.poison(&Error::Poisoned(format!("a streamed journal record could not be written: {e}")))
         })?;
-        let stats = CommitStats {
-            txid,
-            pages: pgnos.len() + self.streamed.len(),
-            written_once_pages: once.len() + self.streamed.len(),
-            spilled_pages: self.spilled as usize,
-            pages_by_kind: kinds,
-            journal_bytes_full: full_bytes,
-            journal_bytes_raw: raw,
-            journal_bytes_written: 0,
-            time: std::time::Duration::ZERO,
-        };
+        let stats = self.commit_stats(txid, pgnos.len(), once.len(), kinds, (full_bytes, raw));
         Ok((slot, head, stats))
     }
 
