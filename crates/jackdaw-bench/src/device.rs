@@ -88,6 +88,8 @@ pub fn block_dev_of(dir: &Path) -> Option<BlockDev> {
 /// A reading of the device's counters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DevCounters {
+    /// Sectors read (what a cold read really fetched from the device).
+    pub sectors_read: u64,
     pub sectors_written: u64,
     pub write_ios: u64,
     /// Flush requests completed (kernel ≥ 5.5 has the field).
@@ -106,6 +108,7 @@ impl BlockDev {
             return None;
         }
         Some(DevCounters {
+            sectors_read: f[2],
             sectors_written: f[6],
             write_ios: f[4],
             flushes: f.get(15).copied(),

@@ -18,6 +18,8 @@ pub struct Window {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Measured {
     pub dev_bytes: Option<u64>,
+    /// Bytes read from the device in the window.
+    pub dev_read_bytes: Option<u64>,
     pub dev_flushes: Option<u64>,
     pub dev_write_ios: Option<u64>,
     pub proc_write_bytes: Option<u64>,
@@ -37,6 +39,7 @@ impl Window {
         let (mut m, io) = (Measured::default(), proc_write_bytes());
         if let (Some(a), Some(b)) = (self.start, end) {
             m.dev_bytes = Some(b.sectors_written.saturating_sub(a.sectors_written) * 512);
+            m.dev_read_bytes = Some(b.sectors_read.saturating_sub(a.sectors_read) * 512);
             m.dev_write_ios = Some(b.write_ios.saturating_sub(a.write_ios));
             m.dev_flushes = match (a.flushes, b.flushes) {
                 (Some(x), Some(y)) => Some(y.saturating_sub(x)),

@@ -73,6 +73,10 @@ pub struct Row {
     pub proc_write_bytes_per_op: Option<f64>,
     /// Space the database takes on disk at the end (allocated blocks).
     pub db_bytes: Option<u64>,
+    /// Cold reads: bytes the timed reads fetched from the block device (a cache drop that did
+    /// not reach the engine's pages shows as far less than the database's size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_read_bytes: Option<u64>,
     /// Commit latency (multi-transaction workloads) or per-operation latency (disk rows).
     pub latency: Option<Latency>,
     pub jackdaw: Option<JackdawPerTx>,
@@ -214,6 +218,7 @@ const COLUMNS: &[Col] = &[
     ("dev flushes/tx", |r| r.device_flushes_per_tx.map(|x| format!("{x:.2}"))),
     ("write_bytes/op", |r| r.proc_write_bytes_per_op.map(bytes)),
     ("db size", |r| r.db_bytes.map(|b| bytes(b as f64))),
+    ("dev read", |r| r.device_read_bytes.map(|b| bytes(b as f64))),
     ("latency p50 / p99 / max µs", |r| {
         r.latency.map(|l| format!("{} / {} / {}", us(l.p50_us), us(l.p99_us), us(l.max_us)))
     }),

@@ -457,6 +457,7 @@ impl Ctx {
         let eng = kind.open(&dir, Mode::Sync)?;
         let pb = self.bar(n as u64, format!("{name} {}", kind.name()));
         let parts: Vec<&[u32]> = idx.chunks(n.div_ceil(threads).max(1)).collect();
+        let win = cold.then(|| Window::begin(self.dev.as_ref()));
         let t0 = Instant::now();
         let sums: Vec<Result<(u64, u64)>> = if threads == 1 {
             vec![read_part(&*eng, &keys, parts.first().copied().unwrap_or(&[]), &pb)]
@@ -475,6 +476,7 @@ impl Ctx {
             })
         };
         let el = t0.elapsed();
+        let fetched = win.and_then(|w| w.end().dev_read_bytes);
         pb.finish();
         eng.close()?;
         let (mut sum, mut found) = (0u64, 0u64);
@@ -493,6 +495,10 @@ impl Ctx {
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
+        if let Some(b) = fetched {
+            row.device_read_bytes = Some(b);
+            notes = format!("{notes}; {}", cold_read_note(b, disk_usage(&dir)));
+        }
         if threads > 1 {
             notes = if notes.is_empty() { format!("{threads} threads") } else { format!("{threads} threads; {notes}") };
         }
@@ -1146,6 +1152,19 @@ fn size_split(kind: Kind, dir: &Path) -> String {
     )
 }
 
+/// What a cold read fetched from the device against the database's size: every read workload
+/// touches every page, so a drop that reached the engine's pages reads about the whole database
+/// back; a row that read less than half of it was served from a cache and is not cold.
+fn cold_read_note(read: u64, db: u64) -> String {
+    let pct = read as f64 * 100.0 / db.max(1) as f64;
+    let what = format!("read {} from the device ({pct:.0}% of the database)", crate::report::bytes(read as f64));
+    if read == 0 || read < db / 2 {
+        format!("{what}; NOT COLD: the cache drop did not reach this engine's pages")
+    } else {
+        what
+    }
+}
+
 fn join_notes(parts: &[&str]) -> String {
     parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("; ")
 }
@@ -1181,6 +1200,15 @@ fn make_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cold_read_served_from_cache_is_flagged() {
+        let mib = 1 << 20;
+        assert!(!cold_read_note(120 * mib, 128 * mib).contains("NOT COLD"));
+        assert!(cold_read_note(120 * mib, 128 * mib).contains("(94% of the database)"));
+        assert!(cold_read_note(3 * mib, 128 * mib).contains("NOT COLD"));
+        assert!(cold_read_note(0, 0).contains("NOT COLD"));
+    }
 
     #[test]
     fn selection() {
