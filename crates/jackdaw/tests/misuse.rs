@@ -8,6 +8,9 @@
 //! - The inter-process lock: the test binary re-executes itself as a child (`lock_child`, an
 //!   `#[ignore]`d test) that tries to open the parent's database; it must get `Error::Locked`
 //!   naming the directory and the parent's PID, also after the parent deleted the `lock` file.
+//!   And the other side of it: a database this process closed opens again at once while other
+//!   threads spawn children (which hold copies of the closed descriptors, and so of its lock,
+//!   until they exec).
 
 mod common;
 mod fault;
@@ -256,7 +259,7 @@ fn second_process_is_locked_out() {
     drop(env);
     // Released: the child gets in now.
     assert_eq!(run_child(dir.as_ref()), "OPENED");
-    let env = reopen_own(&dir, test_opts()).unwrap();
+    let env = Env::open(&dir, test_opts()).unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     // Without a known holder the message still reads as a sentence.
     let msg = Error::Locked { path: dir.path().to_path_buf(), pid: None }.to_string();
@@ -287,7 +290,7 @@ fn deleting_the_lock_file_does_not_let_a_second_process_in() {
     tx.commit().unwrap();
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     drop(env);
-    let env = reopen_own(&dir, test_opts()).unwrap();
+    let env = Env::open(&dir, test_opts()).unwrap();
     assert!(env.read().unwrap().open_tree("child").unwrap().is_none(), "the child wrote");
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
@@ -331,4 +334,50 @@ fn batch_wait_on_the_writer_thread_does_not_hang() {
     });
     println!("batch_wait_on_the_writer_thread_does_not_hang: {busy} rounds met the held lock, {done} found the batch committed");
     assert_eq!(busy + done, 200);
+}
+
+/// Close and open one database 100 times while two threads spawn children as fast as they can:
+/// every child holds copies of this process's descriptors from its fork to its exec, the lock
+/// of a database closed a moment ago included, so an open could meet this process's own lock
+/// held by no live `Env`. It must wait that moment out, not fail with `Locked` (test suites and
+/// servers that spawn processes met it). A second open while the first `Env` lives is still
+/// refused at once.
+#[test]
+fn reopening_while_other_threads_spawn_children_is_not_locked() {
+    let dir = TestDb::dir("lock-fork");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    Command::new("true").status().expect("spawn true");
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut waited = Duration::ZERO;
+    for i in 0..100u32 {
+        let t0 = std::time::Instant::now();
+        let env = Env::open(&dir, test_opts()).unwrap_or_else(|e| panic!("open {i}: {e}"));
+        waited = waited.max(t0.elapsed());
+        let t0 = std::time::Instant::now();
+        assert!(matches!(Env::open(&dir, test_opts()), Err(Error::Locked { .. })), "second open {i} not refused");
+        assert!(t0.elapsed() < Duration::from_millis(500), "a second open waited {:?} to be refused", t0.elapsed());
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        tx.put(&t, i.to_be_bytes(), b"v").unwrap();
+        tx.commit().unwrap();
+        env.close().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let children: u64 = spawners.into_iter().map(|h| h.join().unwrap()).sum();
+    println!("100 opens while {children} children were spawned; longest open {waited:?}");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().expect("tree t");
+    assert_eq!(r.tree_stats(&t).unwrap().entries, 100);
 }

@@ -21,10 +21,79 @@ struct FsFile {
 
 struct FsMap(sys::FileMap);
 
+/// A held `flock`, registered in [`HELD`] while it lives.
 struct FsLock {
     _file: File,
+    id: FileId,
 }
 impl LockGuard for FsLock {}
+
+impl FsLock {
+    fn new(file: File) -> io::Result<FsLock> {
+        let id = file_id(&file)?;
+        HELD.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+        Ok(FsLock { _file: file, id })
+    }
+}
+
+impl Drop for FsLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = held.iter().position(|h| *h == self.id) {
+            held.swap_remove(i);
+        }
+    }
+}
+
+/// A file's identity: device and inode.
+type FileId = (u64, u64);
+
+fn file_id(file: &File) -> io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata()?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// The files this process holds a lock on through a live [`FsLock`] (one entry per lock).
+///
+/// It tells the two reasons a lock can be held *by this process's pid* apart: a lock this
+/// process holds now (an open `Env`: a real conflict, refused at once), and a lock an `Env`
+/// already dropped whose descriptor lives on for a moment in a child another thread is
+/// spawning: between `fork` and `exec` the child holds copies of every descriptor, `O_CLOEXEC`
+/// ones included, and a `flock` is released only when the last copy closes. That one is waited
+/// out for up to [`FORK_GRACE`].
+static HELD: std::sync::Mutex<Vec<FileId>> = std::sync::Mutex::new(Vec::new());
+
+/// How long a lock held under this process's pid but by no live `Env` of it is waited for (a
+/// spawned child execs within microseconds; a forked child that never execs keeps it for good,
+/// and the open then fails with `Locked`).
+const FORK_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Try `flock` (shared or exclusive, never blocking), waiting out only a lock that a child
+/// being spawned holds for a moment (see [`HELD`]). `Ok(false)`: held by someone else.
+fn try_flock(file: &File, shared: bool) -> io::Result<bool> {
+    let give_up = std::time::Instant::now() + FORK_GRACE;
+    // A lock released between the failed attempt and the look at `/proc/locks` shows no holder:
+    // try again at once, a few times (no holder is also what a system without `/proc` says).
+    let mut vanished = 0;
+    loop {
+        let r = if shared { file.try_lock_shared() } else { file.try_lock() };
+        match r {
+            Ok(()) => return Ok(true),
+            Err(fs::TryLockError::WouldBlock) => match flock_holder(file) {
+                None if vanished < 3 => vanished += 1,
+                Some(pid) if pid == std::process::id() && std::time::Instant::now() < give_up => {
+                    if HELD.lock().unwrap_or_else(|p| p.into_inner()).contains(&file_id(file)?) {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                _ => return Ok(false),
+            },
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
 
 impl Storage for FsStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn StorageFile>> {
@@ -104,24 +173,19 @@ impl Storage for FsStorage {
             }
             LockTarget::Existing => File::open(path)?,
         };
-        match file.try_lock() {
-            Ok(()) => {
-                if target == LockTarget::LockFile {
-                    file.set_len(0)?;
-                    file.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0)?;
-                }
-                Ok(LockAttempt::Acquired(Box::new(FsLock { _file: file })))
+        if try_flock(&file, false)? {
+            if target == LockTarget::LockFile {
+                file.set_len(0)?;
+                file.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0)?;
             }
-            Err(fs::TryLockError::WouldBlock) => {
-                let pid = flock_holder(&file).or_else(|| match target {
-                    // The holder wrote its pid after locking (empty if it has not yet).
-                    LockTarget::LockFile => fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()),
-                    LockTarget::Existing => None,
-                });
-                Ok(LockAttempt::Held { pid })
-            }
-            Err(fs::TryLockError::Error(e)) => Err(e),
+            return Ok(LockAttempt::Acquired(Box::new(FsLock::new(file)?)));
         }
+        let pid = flock_holder(&file).or_else(|| match target {
+            // The holder wrote its pid after locking (empty if it has not yet).
+            LockTarget::LockFile => fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()),
+            LockTarget::Existing => None,
+        });
+        Ok(LockAttempt::Held { pid })
     }
 }
 
@@ -129,11 +193,10 @@ impl FsStorage {
     /// `flock(LOCK_SH | LOCK_NB)` (see `lock`).
     fn lock_shared_file(path: &Path) -> io::Result<LockAttempt> {
         let file = File::open(path)?;
-        match file.try_lock_shared() {
-            Ok(()) => Ok(LockAttempt::Acquired(Box::new(FsLock { _file: file }))),
-            Err(fs::TryLockError::WouldBlock) => Ok(LockAttempt::Held { pid: flock_holder(&file) }),
-            Err(fs::TryLockError::Error(e)) => Err(e),
+        if try_flock(&file, true)? {
+            return Ok(LockAttempt::Acquired(Box::new(FsLock::new(file)?)));
         }
+        Ok(LockAttempt::Held { pid: flock_holder(&file) })
     }
 }
 

@@ -69,23 +69,6 @@ impl AsRef<Path> for TmpDir {
     }
 }
 
-/// Open `dir` again after this process closed it, waiting up to 10 s while the lock is held by
-/// this very process: a test thread that spawns a child forks it with copies of every open
-/// descriptor, this database's locked ones included, and they close only when the child execs.
-/// Any other error (another process's lock included) is returned at once.
-pub fn reopen_own(dir: impl AsRef<Path>, opts: Options) -> jackdaw::Result<Env> {
-    let me = std::process::id();
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Env::open(dir.as_ref(), opts.clone()) {
-            Err(Error::Locked { pid: Some(p), .. }) if p == me && std::time::Instant::now() < give_up => {
-                std::thread::sleep(std::time::Duration::from_millis(5))
-            }
-            r => return r,
-        }
-    }
-}
-
 /// Small journal files so tests rotate and recycle them.
 pub fn test_opts() -> Options {
     Options::default().journal_file_bytes(256 << 10)
