@@ -196,11 +196,18 @@ impl Journal {
                 }
             }
         }
+        self.bound_unsynced_files()?;
+        Ok(Appended { end, written_len: len })
+    }
+
+    /// Invariant 6: after an append, at most `MAX_UNSYNCED_FILES` files hold records still to be
+    /// written or synced (every path that appends ends here).
+    fn bound_unsynced_files(&mut self) -> Result<()> {
         if self.unsynced_files() > MAX_UNSYNCED_FILES {
             self.write_pending()?;
             self.sync_dirty()?;
         }
-        Ok(Appended { end, written_len: len })
+        Ok(())
     }
 
     fn count(&self, h: &record::RecordHeader, len: u64, payload: &Compressed) {
@@ -238,6 +245,7 @@ impl Journal {
         if durability == Durability::Sync {
             self.sync_dirty()?;
         }
+        self.bound_unsynced_files()?;
         Ok(Appended { end: JournalPos { generation: slot.generation, offset: slot.offset + len }, written_len: len })
     }
 
@@ -284,6 +292,7 @@ impl Journal {
         if durability == Durability::Sync {
             self.sync_dirty()?;
         }
+        self.bound_unsynced_files()?;
         Ok(Appended { end: JournalPos { generation: slot.generation, offset: slot.offset + len }, written_len: len })
     }
 
@@ -434,6 +443,35 @@ mod tests {
         fn map(&self, len: u64) -> io::Result<Arc<dyn Mapping>> {
             self.inner.map(len)
         }
+    }
+
+    /// Invariant 6 holds for streamed records too (and for large ones, which end the same way):
+    /// `Buffered` records each in a file of its own leave at most `MAX_UNSYNCED_FILES` files
+    /// unsynced (they used to pile up until the flusher's next sync, every one kept open).
+    #[test]
+    fn streamed_records_in_many_files_keep_the_unsynced_bound() {
+        let syncs = Arc::new(AtomicU64::new(0));
+        let mut j = Journal::new(1, Arc::default(), 0);
+        for txid in 1..=3 * MAX_UNSYNCED_FILES as u64 {
+            let s = syncs.clone();
+            let f: Arc<dyn StorageFile> = Hooked::new("/j", move || {
+                s.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            });
+            let slot = Slot {
+                txid,
+                generation: txid,
+                offset: 0,
+                len: 4096,
+                io: JournalIo::BufferedFsync,
+                direct: f.clone(),
+                buffered: f,
+            };
+            j.append_streamed(slot, &[7u8; 4096], (4096, 4096), Durability::Buffered).unwrap();
+            assert!(j.unsynced_files() <= MAX_UNSYNCED_FILES, "{} files unsynced after record {txid}", j.unsynced_files());
+        }
+        assert!(syncs.load(Ordering::SeqCst) > 0, "no file was synced");
+        assert_eq!(j.written_txid, 3 * MAX_UNSYNCED_FILES as u64);
     }
 
     /// After a failed journal sync, a later one fails without calling `fdatasync`: the kernel may
