@@ -397,7 +397,7 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, mode)?;
         }
 
-        let mut row = make_row(&name, kind, Some(mode), n, 1, el, m, None);
+        let mut row = make_row(&name, kind, Some(mode), n, 1, el, m);
         set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, 1));
         row.notes = "one transaction; open and close timed".into();
@@ -490,7 +490,7 @@ impl Ctx {
             "{}: {name}: values read back differ from those written (checksum mismatch)",
             kind.name()
         );
-        let mut row = make_row(&name, kind, None, n as u64, threads as u64, el, Measured::default(), None);
+        let mut row = make_row(&name, kind, None, n as u64, threads as u64, el, Measured::default());
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
@@ -542,7 +542,7 @@ impl Ctx {
         if self.verify == Verify::Full {
             plan.verify_reopened(kind, &dir, mode)?;
         }
-        let mut row = make_row(name, kind, Some(mode), plan.ops.len() as u64, plan.txs() as u64, el, m, None);
+        let mut row = make_row(name, kind, Some(mode), plan.ops.len() as u64, plan.txs() as u64, el, m);
         set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
@@ -581,7 +581,7 @@ impl Ctx {
             let el = t0.elapsed();
             pb.finish();
             let m = win.end();
-            let mut row = make_row(&name, kind, Some(Mode::Sync), count, txr.len() as u64, el, m, None);
+            let mut row = make_row(&name, kind, Some(Mode::Sync), count, txr.len() as u64, el, m);
             row.mb_per_sec = Some((count as usize * len) as f64 / el.as_secs_f64() / 1e6);
             row.latency = Latency::of(&mut st.commit);
             row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, txr.len() as u64));
@@ -614,7 +614,7 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let bytes = ns as usize * LARGE_SMALL_LEN + nb as usize * LARGE_BIG_LEN;
-        let mut row = make_row("large-values-read", kind, None, total, 1, el, Measured::default(), None);
+        let mut row = make_row("large-values-read", kind, None, total, 1, el, Measured::default());
         set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
@@ -680,7 +680,7 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let ops = plan.ops.len() as u64;
-        let mut row = make_row(&name, kind, Some(Mode::Sync), ops, plan.txs() as u64, el, m, None);
+        let mut row = make_row(&name, kind, Some(Mode::Sync), ops, plan.txs() as u64, el, m);
         set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
@@ -719,7 +719,7 @@ impl Ctx {
         let info = eng.info();
         plan.verify(&*eng, kind, self.verify)?;
         eng.close()?;
-        let mut row = make_row(&name, kind, Some(Mode::Sync), n * per, n, el, m, None);
+        let mut row = make_row(&name, kind, Some(Mode::Sync), n * per, n, el, m);
         set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, n));
@@ -825,7 +825,7 @@ impl Ctx {
         drop(held);
         env.close()?;
         let (a, b) = (Latency::of(&mut none), Latency::of(&mut with));
-        let mut row = make_row(&name, kind, Some(Mode::None), n * 10, n, el, Measured::default(), None);
+        let mut row = make_row(&name, kind, Some(Mode::None), n * 10, n, el, Measured::default());
         // Every key (8 bytes) written once, with a value of VALUE_LEN.
         set_space(&mut row, kind, &dir, Some(key * (8 + VALUE_LEN as u64)));
         row.latency = b;
@@ -1168,7 +1168,6 @@ fn make_row(
     txs: u64,
     el: Duration,
     m: Measured,
-    db: Option<u64>,
 ) -> Row {
     let secs = el.as_secs_f64().max(1e-9);
     Row {
@@ -1182,7 +1181,6 @@ fn make_row(
         device_bytes_per_op: m.dev_bytes.map(|b| b as f64 / ops.max(1) as f64),
         device_flushes_per_tx: m.dev_flushes.map(|f| f as f64 / txs.max(1) as f64),
         proc_write_bytes_per_op: m.proc_write_bytes.map(|b| b as f64 / ops.max(1) as f64),
-        db_bytes: db,
         ..Row::default()
     }
 }
