@@ -151,6 +151,23 @@ pub fn sync_all() {
     unsafe { libc::sync() };
 }
 
+/// [`disk_usage`] split in two: (data, journal) bytes, a file counting as journal when
+/// `is_journal` says so of its path relative to `dir`. The two add up to `disk_usage(dir)`.
+pub fn disk_usage_split(dir: &Path, is_journal: &dyn Fn(&Path) -> bool) -> (u64, u64) {
+    let mut files = Vec::new();
+    files_under(dir, &mut files);
+    let (mut data, mut journal) = (0, 0);
+    for f in files {
+        let Ok(md) = std::fs::metadata(&f) else { continue };
+        let b = md.blocks() * 512;
+        match f.strip_prefix(dir) {
+            Ok(rel) if is_journal(rel) => journal += b,
+            _ => data += b,
+        }
+    }
+    (data, journal)
+}
+
 /// Space taken on disk by every file under `dir` (allocated blocks, so sparse files count what
 /// they hold).
 pub fn disk_usage(dir: &Path) -> u64 {
@@ -234,6 +251,38 @@ pub fn drop_cache_fadvise(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each engine's files split between data and journal as its adapter says, and the two parts
+    /// add up to the directory's size.
+    #[test]
+    fn size_splits_into_data_and_journal() {
+        use crate::engines::Kind;
+        let dir = std::env::temp_dir().join(format!("jackdaw-bench-split-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let write = |rel: &str, kib: usize| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, vec![7u8; kib << 10]).unwrap();
+        };
+        // One directory holding every engine's file names: data files of 64 KiB, logs of 16 KiB.
+        for f in ["data.jdb", "data.mdb", "lock.mdb", "data.redb", "data.sqlite", "000007.sst", "MANIFEST-000005"] {
+            write(f, 64);
+        }
+        for f in ["journal/00000001.jnl", "data.sqlite-wal", "data.sqlite-shm", "000009.log"] {
+            write(f, 16);
+        }
+        let total = disk_usage(&dir);
+        let kib = |(d, j): (u64, u64)| (d >> 10, j >> 10);
+        for (kind, journal_kib) in
+            [(Kind::Jackdaw, 16), (Kind::Lmdb, 0), (Kind::Redb, 0), (Kind::Sqlite, 32), (Kind::Rocksdb, 16)]
+        {
+            let split = disk_usage_split(&dir, &|rel| kind.is_journal_file(rel));
+            assert_eq!(split.0 + split.1, total, "{kind:?}");
+            // Blocks are allocated in whole file-system blocks: 16 KiB files take 16 KiB.
+            assert_eq!(kib(split).1, journal_kib, "{kind:?}: journal part of {split:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn unescapes_mount_points() {

@@ -352,6 +352,10 @@ pub fn run(cfg: &Config) -> Result<Report> {
                 "\n(--verbose: every workload's table: device bytes, sizes, latency, Jackdaw's journal figures)\n"
             );
         }
+        let space = report::space_table(&rep);
+        if !space.is_empty() {
+            println!("{space}");
+        }
         if f.is_empty() {
             println!("all engines ran every selected workload (seed {}, {:.0} s)", rep.seed, rep.total_secs);
         } else {

@@ -71,12 +71,23 @@ pub struct Row {
     pub device_flushes_per_tx: Option<f64>,
     /// `/proc/self/io` `write_bytes` per operation (secondary: over-counts small writes).
     pub proc_write_bytes_per_op: Option<f64>,
-    /// Space the database takes on disk at the end (allocated blocks).
+    /// Space the database takes on disk at the end (allocated blocks): `data_bytes +
+    /// journal_bytes`.
     pub db_bytes: Option<u64>,
     /// Cold reads: bytes the timed reads fetched from the block device (a cache drop that did
     /// not reach the engine's pages shows as far less than the database's size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_read_bytes: Option<u64>,
+    /// Of `db_bytes`, the engine's data files (everything its adapter does not call journal:
+    /// `Kind::is_journal_file`).
+    pub data_bytes: Option<u64>,
+    /// Of `db_bytes`, the engine's journal / write-ahead log files.
+    pub journal_bytes: Option<u64>,
+    /// The logical bytes the workload left in the database: the keys and values of the pairs
+    /// present at the end, counted from what the workload wrote (the same for every engine).
+    pub live_bytes: Option<u64>,
+    /// `db_bytes / live_bytes`: the space amplification on disk.
+    pub space_amp: Option<f64>,
     /// Commit latency (multi-transaction workloads) or per-operation latency (disk rows).
     pub latency: Option<Latency>,
     pub jackdaw: Option<JackdawPerTx>,
@@ -219,6 +230,7 @@ const COLUMNS: &[Col] = &[
     ("write_bytes/op", |r| r.proc_write_bytes_per_op.map(bytes)),
     ("db size", |r| r.db_bytes.map(|b| bytes(b as f64))),
     ("dev read", |r| r.device_read_bytes.map(|b| bytes(b as f64))),
+    ("size ÷ live", |r| r.space_amp.map(|x| format!("{x:.2}×"))),
     ("latency p50 / p99 / max µs", |r| {
         r.latency.map(|l| format!("{} / {} / {}", us(l.p50_us), us(l.p99_us), us(l.max_us)))
     }),
@@ -324,6 +336,54 @@ pub fn summary(rep: &Report) -> String {
     s
 }
 
+/// The space table: for every workload that measured its size on disk and every engine, the data
+/// files, the journal files, their total, the live bytes, total ÷ live, and the total against
+/// LMDB's in the same workload. Empty when no row measured a size.
+pub fn space_table(rep: &Report) -> String {
+    let rows: Vec<&Row> = rep.rows.iter().filter(|r| r.db_bytes.is_some() && r.workload != "disk").collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let lmdb = |w: &str| rep.rows.iter().find(|r| r.workload == w && r.engine == "lmdb").and_then(|r| r.db_bytes);
+    let opt = |b: Option<u64>| b.map_or_else(|| "n/a".to_string(), |b| bytes(b as f64));
+    let head = ["workload", "engine", "data", "journal", "total", "live", "total ÷ live", "vs lmdb"];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let total = r.db_bytes.unwrap_or(0);
+            vec![
+                r.workload.clone(),
+                r.engine.clone(),
+                opt(r.data_bytes),
+                opt(r.journal_bytes),
+                bytes(total as f64),
+                opt(r.live_bytes),
+                r.space_amp.map_or_else(|| "n/a".into(), |x| format!("{x:.2}×")),
+                lmdb(&r.workload)
+                    .filter(|l| *l > 0)
+                    .map_or_else(|| "n/a".into(), |l| format!("{:.2}×", total as f64 / l as f64)),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| cells.iter().map(|c| c[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
+        .collect();
+    let mut s = String::from("Size on disk after close: data files, journal files, total, ÷ live key+value bytes.\n\n");
+    let line = |s: &mut String, vals: &[String]| {
+        s.push('|');
+        for (i, v) in vals.iter().enumerate() {
+            let _ = write!(s, " {v}{} |", " ".repeat(widths[i] - v.chars().count()));
+        }
+        s.push('\n');
+    };
+    line(&mut s, &head.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    line(&mut s, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    for c in &cells {
+        line(&mut s, c);
+    }
+    s
+}
+
 /// Workload names in the order their rows first appear.
 pub fn workloads_in_order(rows: &[Row]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -373,6 +433,10 @@ pub fn write_report_dir(rep: &Report, dir: &Path) -> Result<()> {
     let _ = writeln!(md, "# jackdaw-bench report\n");
     let _ = writeln!(md, "```\n{}```\n", header(rep));
     let _ = writeln!(md, "## Summary\n\n{}", summary(rep));
+    let space = space_table(rep);
+    if !space.is_empty() {
+        let _ = writeln!(md, "## Space\n\n{space}");
+    }
     for w in workloads_in_order(&rep.rows) {
         let rows: Vec<&Row> = rep.rows.iter().filter(|r| r.workload == w).collect();
         let svg = format!("{w}.svg");
@@ -477,5 +541,29 @@ mod tests {
         assert_eq!(m[0].rounds_ops_per_sec, vec![5.0, 9.0, 7.0]);
         assert!(m[0].notes.starts_with("n; median of 3 rounds"), "{}", m[0].notes);
         assert!(m[2].rounds_ops_per_sec.is_empty() && m[2].notes == "n");
+    }
+
+    #[test]
+    fn the_space_table_gives_every_split_and_the_ratio_to_lmdb() {
+        let sized = |e: &str, data: u64, journal: u64| Row {
+            db_bytes: Some(data + journal),
+            data_bytes: Some(data),
+            journal_bytes: Some(journal),
+            live_bytes: Some(1 << 20),
+            space_amp: Some((data + journal) as f64 / (1 << 20) as f64),
+            ..row("fill-x", e, 1.0)
+        };
+        let rep = Report {
+            rows: vec![sized("jackdaw", 3 << 20, 1 << 20), sized("lmdb", 5 << 20, 0), row("read-x", "lmdb", 1.0)],
+            ..Report::default()
+        };
+        let t = space_table(&rep);
+        let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("| fill-x")).collect();
+        assert_eq!(lines.len(), 2, "{t}");
+        let cols = |l: &str| l.split('|').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
+        assert_eq!(cols(lines[0]), ["fill-x", "jackdaw", "3.0 MiB", "1.0 MiB", "4.0 MiB", "1.0 MiB", "4.00×", "0.80×"]);
+        assert_eq!(cols(lines[1])[6..], ["5.00×", "1.00×"]);
+        assert!(!t.contains("read-x"), "rows without a size are left out: {t}");
+        assert!(space_table(&Report::default()).is_empty());
     }
 }

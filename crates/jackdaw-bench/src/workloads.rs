@@ -1,6 +1,6 @@
 //! The workloads of WORKLOADS.md, exactly as named there, and how each is run on one engine.
 
-use crate::device::{disk_usage, drop_cache, BlockDev, DropMethod};
+use crate::device::{disk_usage, disk_usage_split, drop_cache, BlockDev, DropMethod};
 use crate::engine::{Engine, JackdawCommit, Mode, ReadOps};
 use crate::engines::Kind;
 use crate::gen::{rnd_key, seq_key, value_sum, Key, Rng, Values};
@@ -397,9 +397,10 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, mode)?;
         }
 
-        let mut row = make_row(&name, kind, Some(mode), n, 1, el, m, Some(disk_usage(&dir)));
+        let mut row = make_row(&name, kind, Some(mode), n, 1, el, m);
+        set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, 1));
-        row.notes = join_notes(&["one transaction; open and close timed", &size_split(kind, &dir)]);
+        row.notes = "one transaction; open and close timed".into();
         if mode == Mode::Sync {
             self.seq_db.insert(kind, dir);
         } else {
@@ -491,7 +492,7 @@ impl Ctx {
             "{}: {name}: values read back differ from those written (checksum mismatch)",
             kind.name()
         );
-        let mut row = make_row(&name, kind, None, n as u64, threads as u64, el, Measured::default(), None);
+        let mut row = make_row(&name, kind, None, n as u64, threads as u64, el, Measured::default());
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
@@ -547,11 +548,11 @@ impl Ctx {
         if self.verify == Verify::Full {
             plan.verify_reopened(kind, &dir, mode)?;
         }
-        let mut row =
-            make_row(name, kind, Some(mode), plan.ops.len() as u64, plan.txs() as u64, el, m, Some(disk_usage(&dir)));
+        let mut row = make_row(name, kind, Some(mode), plan.ops.len() as u64, plan.txs() as u64, el, m);
+        set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
-        row.notes = join_notes(&[notes, "device bytes include close()", &size_split(kind, &dir)]);
+        row.notes = join_notes(&[notes, "device bytes include close()"]);
         self.done_with(&dir);
         Ok(row)
     }
@@ -586,7 +587,7 @@ impl Ctx {
             let el = t0.elapsed();
             pb.finish();
             let m = win.end();
-            let mut row = make_row(&name, kind, Some(Mode::Sync), count, txr.len() as u64, el, m, None);
+            let mut row = make_row(&name, kind, Some(Mode::Sync), count, txr.len() as u64, el, m);
             row.mb_per_sec = Some((count as usize * len) as f64 / el.as_secs_f64() / 1e6);
             row.latency = Latency::of(&mut st.commit);
             row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, txr.len() as u64));
@@ -619,8 +620,8 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let bytes = ns as usize * LARGE_SMALL_LEN + nb as usize * LARGE_BIG_LEN;
-        let mut row =
-            make_row("large-values-read", kind, None, total, 1, el, Measured::default(), Some(disk_usage(&dir)));
+        let mut row = make_row("large-values-read", kind, None, total, 1, el, Measured::default());
+        set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
@@ -685,7 +686,8 @@ impl Ctx {
             plan.verify_reopened(kind, &dir, Mode::Sync)?;
         }
         let ops = plan.ops.len() as u64;
-        let mut row = make_row(&name, kind, Some(Mode::Sync), ops, plan.txs() as u64, el, m, Some(disk_usage(&dir)));
+        let mut row = make_row(&name, kind, Some(Mode::Sync), ops, plan.txs() as u64, el, m);
+        set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, plan.txs() as u64));
         let churn_ops = ops - n;
@@ -696,7 +698,7 @@ impl Ctx {
             crate::report::bytes(size_fill as f64),
             if kind == Kind::JackdawAppend { "; FreeSpacePolicy::AppendOnly" } else { "" }
         );
-        row.notes = join_notes(&[&row.notes, &size_split(kind, &dir), &info]);
+        row.notes = join_notes(&[&row.notes, &info]);
         self.done_with(&dir);
         Ok(row)
     }
@@ -723,7 +725,8 @@ impl Ctx {
         let info = eng.info();
         plan.verify(&*eng, kind, self.verify)?;
         eng.close()?;
-        let mut row = make_row(&name, kind, Some(Mode::Sync), n * per, n, el, m, Some(disk_usage(&dir)));
+        let mut row = make_row(&name, kind, Some(Mode::Sync), n * per, n, el, m);
+        set_space(&mut row, kind, &dir, Some(plan.live_bytes()));
         row.latency = Latency::of(&mut st.commit);
         row.jackdaw = st.jackdaw.map(|j| JackdawPerTx::of(&j, n));
         let mut notes = Vec::new();
@@ -828,8 +831,9 @@ impl Ctx {
         drop(held);
         env.close()?;
         let (a, b) = (Latency::of(&mut none), Latency::of(&mut with));
-        let mut row =
-            make_row(&name, kind, Some(Mode::None), n * 10, n, el, Measured::default(), Some(disk_usage(&dir)));
+        let mut row = make_row(&name, kind, Some(Mode::None), n * 10, n, el, Measured::default());
+        // Every key (8 bytes) written once, with a value of VALUE_LEN.
+        set_space(&mut row, kind, &dir, Some(key * (8 + VALUE_LEN as u64)));
         row.latency = b;
         if let (Some(a), Some(b)) = (a, b) {
             row.notes = format!(
@@ -1047,6 +1051,15 @@ impl Plan {
         out
     }
 
+    /// The logical bytes the plan leaves in the database: key and value lengths of the pairs
+    /// present at the end (a key put twice counted once, with its last value; deleted keys not).
+    fn live_bytes(&self) -> u64 {
+        self.model()
+            .iter()
+            .filter_map(|(k, last)| last.map(|i| (k.len() + self.value(&self.ops[i]).len()) as u64))
+            .sum()
+    }
+
     /// Check that the engine holds exactly the model: an ordered full scan and point gets.
     fn verify(&self, eng: &dyn Engine, kind: Kind, level: Verify) -> Result<()> {
         if level == Verify::Off {
@@ -1137,19 +1150,15 @@ impl Plan {
     }
 }
 
-/// For Jackdaw, how the size on disk splits between the data file and the (preallocated,
-/// recycled) journal files; empty for other engines.
-fn size_split(kind: Kind, dir: &Path) -> String {
-    if !kind.is_jackdaw() {
-        return String::new();
-    }
-    let journal = disk_usage(&dir.join("journal"));
-    let total = disk_usage(dir);
-    format!(
-        "size = data file {} + journal files {}",
-        crate::report::bytes(total.saturating_sub(journal) as f64),
-        crate::report::bytes(journal as f64)
-    )
+/// The row's size on disk (`dir` after close), split between data and journal files as the
+/// engine's adapter says (`Kind::is_journal_file`), and against `live` key+value bytes.
+fn set_space(row: &mut Row, kind: Kind, dir: &Path, live: Option<u64>) {
+    let (data, journal) = disk_usage_split(dir, &|rel| kind.is_journal_file(rel));
+    row.db_bytes = Some(data + journal);
+    row.data_bytes = Some(data);
+    row.journal_bytes = Some(journal);
+    row.live_bytes = live;
+    row.space_amp = live.filter(|l| *l > 0).map(|l| (data + journal) as f64 / l as f64);
 }
 
 /// What a cold read fetched from the device against the database's size: every read workload
@@ -1178,7 +1187,6 @@ fn make_row(
     txs: u64,
     el: Duration,
     m: Measured,
-    db: Option<u64>,
 ) -> Row {
     let secs = el.as_secs_f64().max(1e-9);
     Row {
@@ -1192,7 +1200,6 @@ fn make_row(
         device_bytes_per_op: m.dev_bytes.map(|b| b as f64 / ops.max(1) as f64),
         device_flushes_per_tx: m.dev_flushes.map(|f| f as f64 / txs.max(1) as f64),
         proc_write_bytes_per_op: m.proc_write_bytes.map(|b| b as f64 / ops.max(1) as f64),
-        db_bytes: db,
         ..Row::default()
     }
 }
@@ -1305,6 +1312,25 @@ mod tests {
         }
         let bounds = (1..=4).map(|t| t * 100).collect();
         Plan { keys, pools: vec![Arc::new(vals)], ops, bounds }
+    }
+
+    /// Live bytes: what an engine holding exactly the plan's final state holds, key and value
+    /// lengths summed; a key put twice counts once (its last value), a deleted key not at all.
+    #[test]
+    fn live_bytes_are_the_final_state() {
+        let plan = churn_plan();
+        // 200 puts, then 100 of them deleted and 100 new keys put: 200 pairs of 16 + 20 bytes.
+        assert_eq!(plan.live_bytes(), 200 * (16 + 20));
+        let eng = Mem { map: Default::default(), lose_every: 0, n: Default::default() };
+        plan.run(&eng, 0..plan.txs(), &Progress::new(false, 0, String::new())).unwrap();
+        let held: u64 = eng.map.lock().unwrap().iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        assert_eq!(plan.live_bytes(), held);
+        // The same key put twice with values of different lengths: the last one counts.
+        let mut rng = Rng::new(5);
+        let keys: Vec<Key> = vec![rnd_key(&mut rng)];
+        let pools = vec![Arc::new(Values::new(&mut rng, 1, 50)), Arc::new(Values::new(&mut rng, 1, 7))];
+        let ops = vec![Op::Put { key: 0, pool: 0, val: 0 }, Op::Put { key: 0, pool: 1, val: 0 }];
+        assert_eq!(Plan { keys, pools, ops, bounds: vec![2] }.live_bytes(), 16 + 7);
     }
 
     #[test]

@@ -638,6 +638,7 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
         "pages": {
             "high_water": s.next_page,
             "in_use": s.pages_in_use,
+            "used_bytes": s.used_bytes,
             "free": s.free_pages,
             "by_kind": {"branch": branch, "leaf": leaf, "overflow": overflow, "free_space_map": bitmaps, "meta": meta, "catalog": catalog},
         },
@@ -659,7 +660,10 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
     for (n, b) in &journal {
         println!("journal file    {n}: {b} bytes");
     }
-    println!("pages           {} in use, {} free, high-water mark {}", s.pages_in_use, s.free_pages, s.next_page);
+    println!(
+        "pages           {} in use ({} bytes), {} free, high-water mark {}",
+        s.pages_in_use, s.used_bytes, s.free_pages, s.next_page
+    );
     println!(
         "pages by kind   branch {branch}, leaf {leaf}, overflow {overflow}, free-space map {bitmaps}, meta {meta}, tree catalog {catalog}"
     );
@@ -735,18 +739,20 @@ fn check(db: &Path, json: bool) -> Res<u8> {
                 "pages_in_use": report.pages_in_use,
                 "free_pages": report.free_pages,
                 "reachable_pages": report.reachable_pages,
+                "live_bytes": report.live_bytes,
                 "journal_records": report.journal_records,
                 "problems": problems,
             })
         );
     } else if report.is_clean() {
         println!(
-            "clean: {} pages checked ({} in use, {} free, {} reachable), {} journal records",
+            "clean: {} pages checked ({} in use, {} free, {} reachable), {} journal records, {} live bytes",
             report.pages_checked,
             report.pages_in_use,
             report.free_pages,
             report.reachable_pages,
-            report.journal_records
+            report.journal_records,
+            report.live_bytes
         );
     } else {
         for p in &report.problems {

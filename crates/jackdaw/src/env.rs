@@ -226,10 +226,10 @@ impl Env {
             F: FnOnce(&ReadTxn) -> Result<Vec<u64>>,
         {
             crate::txn::check::check(self.core(), |snap, problems: &mut Vec<Problem>| match reachable(&ReadTxn::from_snapshot(snap.clone())) {
-                Ok(v) => v,
+                Ok(v) => (v, 0),
                 Err(e) => {
                     problems.push(Problem::from_error(ProblemKind::Reachability, None, None, "walking reachable pages: ", &e));
-                    Vec::new()
+                    (Vec::new(), 0)
                 }
             })
         }

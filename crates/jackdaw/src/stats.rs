@@ -122,6 +122,11 @@ pub struct Stats {
     pub page_size: usize,
     /// Pages below the high-water mark that are not free (the two header slots excluded).
     pub pages_in_use: u64,
+    /// `pages_in_use × page_size`: the bytes of the data file holding something (tree pages,
+    /// overflow pages, free-space bitmaps, the meta page), however full those pages are. The
+    /// bytes of keys and values themselves are not tracked (counting them would need a walk):
+    /// `Env::check` reports them, `CheckReport::live_bytes`.
+    pub used_bytes: u64,
     pub free_pages: u64,
     /// The page high-water mark (pages ever allocated, free or not).
     pub next_page: u64,
@@ -178,6 +183,12 @@ pub struct CheckReport {
     pub journal_records: u64,
     /// Pages the layer above reported as reachable (0 when no walker is registered).
     pub reachable_pages: u64,
+    /// Bytes of keys and values the named trees hold, as the user stored them: per key-value
+    /// pair, the key's length plus the value's (a large value at its full length; in a
+    /// multi-value tree, the key once per value). No page, slot or entry header is counted, so
+    /// `Stats::data_file_bytes / live_bytes` is the data file's space amplification. Counted by
+    /// the tree walk (0 from `check_with`, which walks no tree).
+    pub live_bytes: u64,
     /// Every problem found, in the order the check met them; empty when the database is sound.
     pub problems: Vec<Problem>,
 }

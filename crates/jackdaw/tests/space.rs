@@ -127,3 +127,41 @@ fn deleted_pages_are_reused() {
     env.close().unwrap();
     assert!(data_len(dir.path()) * 100 <= first.data_file_bytes.max(first.next_page * first.page_size as u64) * 105);
 }
+
+/// `CheckReport::live_bytes` counts the keys and values the trees hold, as stored by the user:
+/// inline values, a large (overflow) value at its full length, the values of a multi-value tree
+/// both in a nested list and in a nested tree, each with its key; deleted and overwritten
+/// entries drop out. `Stats::used_bytes` is the pages in use times the page size.
+#[test]
+fn live_bytes_count_keys_and_values() {
+    let dir = TestDb::dir("space-live");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    fill(&env, 0..3_000, 1_000);
+    let mut want = 3_000 * (16 + 100);
+    let mut tx = env.write().unwrap();
+    let t = tx.open_tree("t").unwrap().unwrap();
+    // Overwrite one with a longer value, delete another, add a large value.
+    tx.put(&t, key(7), [1u8; 300]).unwrap();
+    want += 200;
+    assert!(tx.delete(&t, key(8)).unwrap());
+    want -= 116;
+    tx.put(&t, b"big", vec![9u8; 50_000]).unwrap();
+    want += 3 + 50_000;
+    // A multi-value tree: "few" keeps a nested list, "many" outgrows it into a nested tree.
+    let m = tx.create_multi_tree("m").unwrap();
+    for v in 0..3u32 {
+        tx.multi_put(&m, b"few", v.to_be_bytes()).unwrap();
+    }
+    want += 3 * (3 + 4);
+    for v in 0..5_000u64 {
+        tx.multi_put(&m, b"many", v.to_be_bytes()).unwrap();
+    }
+    want += 5_000 * (4 + 8);
+    tx.commit().unwrap();
+    let report = env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    assert_eq!(report.live_bytes, want);
+    let s = env.stats();
+    assert_eq!(s.used_bytes, s.pages_in_use * s.page_size as u64);
+    assert!(s.used_bytes > want, "pages hold more than their keys and values: {} vs {want}", s.used_bytes);
+    env.close().unwrap();
+}

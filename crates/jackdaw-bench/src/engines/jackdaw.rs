@@ -18,6 +18,12 @@ pub const MODES: [&str; 3] = ["Durability::None", "Durability::Buffered", "Durab
 
 const TREE: &str = "kv";
 
+/// Whether `rel` (a path under the database directory) is part of the journal: the files of
+/// `journal/` (the data file `data.jdb` and anything else are data).
+pub fn is_journal(rel: &Path) -> bool {
+    rel.starts_with("journal")
+}
+
 static IO_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Open every later Jackdaw environment with `Options::flush_log(on)` (the bench's `--io-log`).

@@ -62,6 +62,19 @@ impl Kind {
         m[mode.index()]
     }
 
+    /// Whether the file at `rel` (a path relative to the database directory) belongs to the
+    /// engine's journal (write-ahead log) rather than its data: the split of the size on disk
+    /// (`device::disk_usage_split`). Each adapter says which of its files are the log.
+    pub fn is_journal_file(self, rel: &Path) -> bool {
+        match self {
+            Kind::Jackdaw | Kind::JackdawAppend => jackdaw::is_journal(rel),
+            Kind::Lmdb => lmdb::is_journal(rel),
+            Kind::Redb => redb::is_journal(rel),
+            Kind::Sqlite => sqlite::is_journal(rel),
+            Kind::Rocksdb => rocksdb_is_journal(rel),
+        }
+    }
+
     /// Open (creating if missing) the database of this engine in directory `dir`.
     pub fn open(self, dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {
         std::fs::create_dir_all(dir)?;
@@ -91,6 +104,13 @@ impl Kind {
 /// adapter is not compiled in).
 pub const ROCKSDB_MODES: [&str; 3] =
     ["sync=false, manual_wal_flush (never flushed by a commit)", "sync=false", "sync=true"];
+
+/// RocksDB's journal files (kept here, like [`ROCKSDB_MODES`], so that the split is reported the
+/// same way whether or not the adapter is compiled in): the write-ahead logs `NNNNNN.log`; the
+/// SST files, `MANIFEST-*`, `CURRENT`, `OPTIONS-*`, `LOCK` and the info `LOG` files are data.
+pub fn rocksdb_is_journal(rel: &Path) -> bool {
+    rel.extension().is_some_and(|e| e == "log")
+}
 
 #[cfg(feature = "rocksdb")]
 pub fn open_rocksdb(dir: &Path, mode: Mode) -> Result<Box<dyn Engine>> {

@@ -16,6 +16,12 @@ pub const MODES: [&str; 3] = ["Durability::None", "Durability::None", "Durabilit
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
 
+/// Whether `rel` (a path under the database directory) is a journal file: never, redb keeps
+/// everything (its copy-on-write pages and both commit slots) in the one file `data.redb`.
+pub fn is_journal(_rel: &Path) -> bool {
+    false
+}
+
 pub struct RedbEngine {
     db: Database,
     durability: Durability,

@@ -25,6 +25,14 @@ pub const MODES: [&str; 3] = ["WAL, synchronous=OFF", "WAL, synchronous=NORMAL",
 
 const CACHE_KIB: i64 = 64 * 1024;
 
+/// Whether `rel` (a path under the database directory) is part of the journal: the write-ahead
+/// log `data.sqlite-wal` and its index `data.sqlite-shm` (SQLite removes both when the last
+/// connection closes cleanly); `data.sqlite` is data.
+pub fn is_journal(rel: &Path) -> bool {
+    let name = rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    name.ends_with("-wal") || name.ends_with("-shm") || name.ends_with("-journal")
+}
+
 pub struct SqliteEngine {
     path: PathBuf,
     /// `PRAGMA synchronous` of the mode (a per-connection setting).

@@ -105,9 +105,10 @@ pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {
     Tree { id: d.id, db_id, name: name.into(), multi: d.kind() == TreeKind::Multi }
 }
 
-/// Walk the root tree and every named tree: the pages they reach (meta page excluded), with every
-/// structural problem pushed to `problems`.
-pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::stats::Problem>) -> Vec<u64> {
+/// Walk the root tree and every named tree: the pages they reach (meta page excluded) and the
+/// named trees' live bytes (`CheckReport::live_bytes`), with every structural problem pushed to
+/// `problems`.
+pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::stats::Problem>) -> (Vec<u64>, u64) {
     use crate::stats::{Problem, ProblemKind as K};
     let mut pages = Vec::new();
     let meta = match p.page(crate::data::file::META_PAGE).and_then(|m| crate::tree::Meta::decode(&m)) {
@@ -120,10 +121,11 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::s
                 "meta page: ",
                 &e,
             ));
-            return pages;
+            return (pages, 0);
         }
     };
     let mut named = Vec::new();
+    let mut live = 0;
     crate::tree::check::walk(p, "(root)", &meta.root, &mut pages, problems, &mut |k, _, v| {
         named.push((String::from_utf8_lossy(k).into_owned(), TreeDesc::decode(v)));
     });
@@ -139,12 +141,12 @@ pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::s
                         format!("tree {name}: bad or duplicate id {}", d.id),
                     ));
                 }
-                crate::tree::check::walk(p, &name, &d, &mut pages, problems, &mut |_, _, _| {});
+                live += crate::tree::check::walk(p, &name, &d, &mut pages, problems, &mut |_, _, _| {}).live_bytes;
             }
             Err(e) => {
                 problems.push(Problem::from_error(K::TreeOrder, None, Some(&name), &format!("tree {name}: "), &e))
             }
         }
     }
-    pages
+    (pages, live)
 }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 /// Walk `desc`'s tree (and, in a multi-value tree, its nested lists and trees); push reached
 /// pages into `pages`, problems into `problems`; call `on_entry(key, flags, stored_value)` for
-/// each leaf entry. Returns the counted (branch, leaf, overflow pages, entries).
+/// each leaf entry. Returns what it counted.
 #[allow(clippy::type_complexity)]
 pub(crate) fn walk<P: PageRead + ?Sized>(
     p: &P,
@@ -19,7 +19,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     pages: &mut Vec<u64>,
     problems: &mut Vec<Problem>,
     on_entry: &mut dyn FnMut(&[u8], u8, &[u8]),
-) -> (u64, u64, u64, u64) {
+) -> Walked {
     if desc.root == 0 {
         if desc.entries != 0 || desc.branch_pages + desc.leaf_pages + desc.overflow_pages != 0 {
             problems.push(Problem::new(
@@ -29,7 +29,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
                 format!("tree {name}: empty but its descriptor counts {desc:?}"),
             ));
         }
-        return (0, 0, 0, 0);
+        return Walked::default();
     }
     let mut w = Walker {
         p,
@@ -43,13 +43,34 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         leaves: 0,
         overflows: 0,
         entries: 0,
+        live_bytes: 0,
     };
     let mut stack: Vec<Visit> = vec![(desc.root, desc.depth - 1, None, None)];
     while let Some((pg, level, low, high)) = stack.pop() {
         w.visit(pg, level, low, high, &mut stack, on_entry);
     }
     w.check_descriptor_counts(desc);
-    (w.branches, w.leaves, w.overflows, w.entries)
+    Walked {
+        branches: w.branches,
+        leaves: w.leaves,
+        overflows: w.overflows,
+        entries: w.entries,
+        live_bytes: w.live_bytes,
+    }
+}
+
+/// What one `walk` counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Walked {
+    pub branches: u64,
+    pub leaves: u64,
+    pub overflows: u64,
+    /// Entries (a multi-value tree: values).
+    pub entries: u64,
+    /// Bytes of keys and values as stored by the user (`CheckReport::live_bytes`): per
+    /// key-value pair, the key's length plus the value's (an overflow value at its full length;
+    /// in a multi-value tree, the key once per value).
+    pub live_bytes: u64,
 }
 
 /// A page still to visit: (page, level, low fence, high fence).
@@ -69,6 +90,7 @@ struct Walker<'a, P: ?Sized> {
     leaves: u64,
     overflows: u64,
     entries: u64,
+    live_bytes: u64,
 }
 
 impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
@@ -197,6 +219,7 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
         match n.value(i) {
             Ok((flags, v, _)) => {
                 on_entry(key, flags, v);
+                self.live_bytes += live_bytes(key.len() as u64, flags, v, self.multi);
                 self.check_value(pg, i, flags, v);
             }
             Err(e) => {
@@ -275,7 +298,7 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
             Ok(d) if d.entries > 0 && d.kind() == super::TreeKind::Plain => {
                 let sub = format!("{name}/nested");
                 let mut odd = 0u64;
-                let (b, l, o, e) = walk(self.p, &sub, &d, self.pages, self.problems, &mut |_, f, sv| {
+                let got = walk(self.p, &sub, &d, self.pages, self.problems, &mut |_, f, sv| {
                     if f != super::node::FLAG_INLINE || !sv.is_empty() {
                         odd += 1;
                     }
@@ -288,10 +311,12 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
                         format!("tree {sub}: {odd} entries carry data (values must be keys)"),
                     ));
                 }
-                self.branches += b;
-                self.leaves += l;
-                self.overflows += o;
-                self.entries += e - 1;
+                self.branches += got.branches;
+                self.leaves += got.leaves;
+                self.overflows += got.overflows;
+                self.entries += got.entries - 1;
+                // The values are the nested tree's keys (its entries carry no data).
+                self.live_bytes += got.live_bytes;
             }
             Ok(d) => {
                 self.problems.push(order(pg, name, format!("tree {name}: page {pg} entry {i}: bad nested tree {d:?}")))
@@ -326,6 +351,20 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
             ),
             ));
         }
+    }
+}
+
+/// The live bytes of one leaf entry (`Walked::live_bytes`) with a key of `klen` bytes: inline,
+/// the key and the value; an overflow reference, the key and the value's length; a nested list,
+/// the key once per value and the values; a nested tree's descriptor, the key once per value
+/// (the values are counted by the nested tree's walk). Damaged values count the key alone.
+fn live_bytes(klen: u64, flags: u8, v: &[u8], multi: bool) -> u64 {
+    match flags {
+        FLAG_OVERFLOW if !multi => klen + overflow::decode_ref(v).map_or(0, |(len, _)| len),
+        super::multi::FLAG_NESTED if multi => super::multi::decode_list(v)
+            .map_or(klen, |vals| vals.iter().map(|x| klen + x.len() as u64).sum()),
+        super::multi::FLAG_SUBTREE if multi => TreeDesc::decode(v).map_or(klen, |d| klen * d.entries),
+        _ => klen + v.len() as u64,
     }
 }
 

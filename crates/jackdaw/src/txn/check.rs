@@ -17,11 +17,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// `Env::check`: verify the header slots, the free-space map, every page in use, reachability
-/// (the pages `reachable` reports, from the same snapshot) and the journal chain, with the
+/// (the pages `reachable` reports, with the live bytes it counted, from the same snapshot) and the journal chain, with the
 /// writer and the flusher held still so that all of them describe one state.
 pub(crate) fn check<F>(core: &Arc<Core>, reachable: F) -> Result<CheckReport>
 where
-    F: FnOnce(&Arc<Snapshot>, &mut Vec<Problem>) -> Vec<u64>,
+    F: FnOnce(&Arc<Snapshot>, &mut Vec<Problem>) -> (Vec<u64>, u64),
 {
     // A thread holding the write transaction (or inside `check_with`) would wait for itself.
     if core.closed.load(Ordering::Acquire) {
@@ -59,7 +59,8 @@ where
     // 3. Every page in use: checksum, number, kind.
     check_pages_in_use(&rtx, &free_set, next_page, &mut report, &mut problems);
     // 4. Reachability: what the trees (or the caller) use.
-    let pages = reachable(&rtx, &mut problems);
+    let (pages, live_bytes) = reachable(&rtx, &mut problems);
+    report.live_bytes = live_bytes;
     check_reachability(pages, &free_set, &g, next_page, &mut report, &mut problems);
     // 5. The journal chain after the header, and the journal files against the header and the
     //    writer.

@@ -40,9 +40,11 @@ pub(crate) fn stats(core: &Core) -> Stats {
         let (n, b) = sp.files();
         (n, b, sp.io)
     };
+    let pages_in_use = committed.next_page.get() - free_pages - FIRST_BITMAP_PAGE;
     Stats {
         page_size: core.page_size,
-        pages_in_use: committed.next_page.get() - free_pages - FIRST_BITMAP_PAGE,
+        pages_in_use,
+        used_bytes: pages_in_use * core.page_size as u64,
         free_pages,
         next_page: committed.next_page.get(),
         data_file_bytes: core.data.len(),
