@@ -167,12 +167,13 @@ impl<'a> Node<'a> {
     /// Leaf: position of `key` (`Ok(i)` found, `Err(i)` insertion point).
     #[inline]
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
-        let (mut lo, mut hi) = (0usize, self.count());
-        let hdr = LEAF_ENTRY_HEADER;
+        let p = self.p;
+        let slots = slot_array(p, self.count())?;
+        let (mut lo, mut hi) = (0usize, slots.len() / 2);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(self.p, lo, mid, hi);
-            let k = key_at(self.p, mid, hdr).ok_or_else(|| corrupt("key past the page"))?;
+            prefetch_probes(p, slots, lo, mid, hi);
+            let k = key_at(p, slots, mid, LEAF_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             match compare(k, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
@@ -185,15 +186,17 @@ impl<'a> Node<'a> {
     /// minus infinity).
     #[inline]
     pub(crate) fn child_index(&self, key: &[u8]) -> Result<usize> {
+        let p = self.p;
         let n = self.count();
         if n == 0 {
             return Err(corrupt("empty branch"));
         }
+        let slots = slot_array(p, n)?;
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(self.p, lo, mid, hi);
-            let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
+            prefetch_probes(p, slots, lo, mid, hi);
+            let k = key_at(p, slots, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
@@ -204,25 +207,36 @@ impl<'a> Node<'a> {
     }
 }
 
-/// Start loading the entries a binary search probes after `mid` (one of `(lo + mid) / 2` and
-/// `(mid + 1 + hi) / 2`), so that their cache misses overlap the comparison at `mid`.
+/// The slot array of a page of `n` entries, bounds-checked once for a whole binary search (a
+/// count whose slots run past the page is `Corrupted`).
 #[inline(always)]
-fn prefetch_probes(p: &[u8], lo: usize, mid: usize, hi: usize) {
+fn slot_array(p: &[u8], n: usize) -> Result<&[u8]> {
+    p.get(SLOTS..SLOTS + 2 * n).ok_or_else(|| corrupt("slot array past the page"))
+}
+
+/// Entry offset in slot `i` of `slots` (`None` past the array).
+#[inline(always)]
+fn slot_in(slots: &[u8], i: usize) -> Option<usize> {
+    slots.get(2 * i..2 * i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+}
+
+/// Start loading the entries a binary search probes after `mid` (one of `(lo + mid) / 2` and
+/// `(mid + 1 + hi) / 2`), so that their cache misses overlap the comparison at `mid`. Without
+/// tests: when a candidate is `mid` itself or `hi`, the hint is only wasted (a line already
+/// loaded, or one entry past the range), never wrong.
+#[inline(always)]
+fn prefetch_probes(p: &[u8], slots: &[u8], lo: usize, mid: usize, hi: usize) {
     for i in [(lo + mid) / 2, (mid + 1 + hi) / 2] {
-        if i != mid && i < hi {
-            let s = SLOTS + 2 * i;
-            if let (Some(a), Some(b)) = (p.get(s), p.get(s + 1)) {
-                crate::data::page::prefetch(p, u16::from_le_bytes([*a, *b]) as usize);
-            }
+        if let Some(o) = slot_in(slots, i) {
+            crate::data::page::prefetch(p, o);
         }
     }
 }
 
 /// Key `i` of a page whose entries have `hdr`-byte headers; `None` when out of bounds.
 #[inline(always)]
-fn key_at(p: &[u8], i: usize, hdr: usize) -> Option<&[u8]> {
-    let s = SLOTS + 2 * i;
-    let o = u16::from_le_bytes([*p.get(s)?, *p.get(s + 1)?]) as usize;
+fn key_at<'p>(p: &'p [u8], slots: &[u8], i: usize, hdr: usize) -> Option<&'p [u8]> {
+    let o = slot_in(slots, i)?;
     let klen = u16::from_le_bytes([*p.get(o)?, *p.get(o + 1)?]) as usize;
     p.get(o + hdr..o + hdr + klen)
 }
