@@ -167,12 +167,24 @@ impl<'a> Node<'a> {
     /// Leaf: position of `key` (`Ok(i)` found, `Err(i)` insertion point).
     #[inline]
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        self.search_hinted(key, true)
+    }
+    /// `search` in a page whose every line the caller has already hinted into the cache
+    /// (`btree::descend_to` does on the leaf it reaches): no per-probe hints.
+    #[inline]
+    pub(crate) fn search_loaded(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        self.search_hinted(key, false)
+    }
+    #[inline(always)]
+    fn search_hinted(&self, key: &[u8], hints: bool) -> Result<std::result::Result<usize, usize>> {
         let p = self.p;
         let slots = slot_array(p, self.count())?;
         let (mut lo, mut hi) = (0usize, slots.len() / 2);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(p, slots, lo, mid, hi);
+            if hints {
+                prefetch_probes(p, slots, lo, mid, hi);
+            }
             let k = key_at(p, slots, mid, LEAF_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             match compare(k, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
@@ -432,6 +444,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn compare_is_the_byte_order() {
+        // Lengths around the 8-byte words, prefixes of each other, and differences in every
+        // position, against the slices' own order.
+        let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
+        for len in [1usize, 7, 8, 9, 15, 16, 17, 24] {
+            for pos in [0, len / 2, len - 1] {
+                for byte in [0u8, 1, 0x7f, 0x80, 0xff] {
+                    let mut k = vec![0x41u8; len];
+                    k[pos] = byte;
+                    keys.push(k);
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(compare(a, b), a.as_slice().cmp(b.as_slice()), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn insert_search_remove_compact() {
         let mut p = vec![0u8; 4096];
         init(&mut p, 0);
@@ -445,6 +478,11 @@ mod tests {
         assert_eq!(keys, vec![b"a".as_slice(), b"b", b"c", b"d"]);
         assert_eq!(n.search(b"c").unwrap(), Ok(2));
         assert_eq!(n.search(b"bb").unwrap(), Err(2));
+        // The variant without per-probe hints finds the same positions.
+        for k in [b"a".as_slice(), b"bb", b"c", b"d", b"e", b""] {
+            assert_eq!(n.search_loaded(k).unwrap(), n.search(k).unwrap(), "{k:?}");
+        }
+        assert_eq!(n.search_loaded(b"d").unwrap(), Ok(3));
         assert_eq!(n.value(0).unwrap().1, &[2u8; 10]);
         remove(&mut p, 1).unwrap();
         assert_eq!(Node::new(&p).garbage(), 16);
