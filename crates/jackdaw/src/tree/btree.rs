@@ -252,6 +252,7 @@ pub(crate) struct Found<'a> {
 }
 
 impl Found<'_> {
+    #[inline]
     pub(crate) fn value(&self) -> Result<(u8, &[u8], usize)> {
         Node::new(&self.page).value(self.idx)
     }
