@@ -182,7 +182,9 @@ fn descend_to<'a, P: PageRead + ?Sized>(
             return Ok((pgno, page));
         }
         let n = Node::new(&page);
-        let ci = n.child_index(key)?;
+        // Every descent searches the root: its probes find their lines in the cache, and hints
+        // would only cost instructions (~110 a get at depth 3).
+        let ci = if pgno == desc.root { n.child_index_cached(key) } else { n.child_index(key) }?;
         if let Some(f) = fences.as_deref_mut() {
             if ci > 0 {
                 f.low.clear();

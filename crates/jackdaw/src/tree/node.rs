@@ -198,6 +198,16 @@ impl<'a> Node<'a> {
     /// minus infinity).
     #[inline]
     pub(crate) fn child_index(&self, key: &[u8]) -> Result<usize> {
+        self.child_index_hinted(key, true)
+    }
+    /// `child_index` without per-probe hints, for a page whose probed lines are in the cache:
+    /// the root, which every descent searches (its first probes land on the same lines each time).
+    #[inline]
+    pub(crate) fn child_index_cached(&self, key: &[u8]) -> Result<usize> {
+        self.child_index_hinted(key, false)
+    }
+    #[inline(always)]
+    fn child_index_hinted(&self, key: &[u8], hints: bool) -> Result<usize> {
         let p = self.p;
         let n = self.count();
         if n == 0 {
@@ -207,7 +217,9 @@ impl<'a> Node<'a> {
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(p, slots, lo, mid, hi);
+            if hints {
+                prefetch_probes(p, slots, lo, mid, hi);
+            }
             let k = key_at(p, slots, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
@@ -506,6 +518,9 @@ mod tests {
         assert_eq!(n.child_index(b"m").unwrap(), 1);
         assert_eq!(n.child_index(b"s").unwrap(), 1);
         assert_eq!(n.child_index(b"z").unwrap(), 2);
+        for k in [b"".as_slice(), b"a", b"m", b"n", b"s", b"t", b"z", b"zz"] {
+            assert_eq!(n.child_index_cached(k).unwrap(), n.child_index(k).unwrap(), "{k:?}");
+        }
         assert_eq!(n.child(2).unwrap(), 12);
     }
 
