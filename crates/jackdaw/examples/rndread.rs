@@ -6,14 +6,21 @@
 //! are read (so that `valgrind --tool=callgrind` can attribute a known number of gets). With a
 //! third argument `into`, values are copied out with `get_into` (as the bench does) instead of
 //! `get`; with `txn`, each get runs in a read transaction of its own (YCSB's shape: the begin and
-//! end of a read transaction are part of each operation).
-use jackdaw::{Env, Options};
+//! end of a read transaction are part of each operation). The words after `R` may come in any
+//! order; with `hot` among them, the environment is not closed and reopened and its flusher is
+//! manual and the fill is not written once, so every page read is a version held in the page table
+//! (reads right after writes).
+use jackdaw::{Env, FlusherMode, Options};
 use std::time::Instant;
 fn main() {
     let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     let dir = std::path::PathBuf::from("target/rndread");
     let _ = std::fs::remove_dir_all(&dir);
-    let env = Env::open(&dir, Options::default()).unwrap();
+    let words: Vec<String> = std::env::args().skip(3).collect();
+    let word = |w: &str| words.iter().any(|a| a == w);
+    let hot = word("hot");
+    let opts = if hot { Options::default().flusher(FlusherMode::Manual).write_once_min_pages(0) } else { Options::default() };
+    let env = Env::open(&dir, opts).unwrap();
     let keys: Vec<[u8; 16]> = (0..n)
         .map(|i| {
             let mut k = [0u8; 16];
@@ -27,9 +34,13 @@ fn main() {
         tx.put(&t, k, [3u8; 100]).unwrap();
     }
     tx.commit().unwrap();
-    env.close().unwrap();
-    drop(env);
-    let env = Env::open(&dir, Options::default()).unwrap();
+    let env = if hot {
+        env
+    } else {
+        env.close().unwrap();
+        drop(env);
+        Env::open(&dir, Options::default()).unwrap()
+    };
     let t = env.read().unwrap().open_tree("t").unwrap().unwrap();
     let mut order: Vec<usize> = (0..n as usize).collect();
     let mut x = 88172645463325252u64;
@@ -43,8 +54,8 @@ fn main() {
     let order = &order[..reads.min(order.len())];
     let n = order.len() as u64;
     let r = env.read().unwrap();
-    let into = std::env::args().nth(3).is_some_and(|a| a == "into");
-    let per_txn = std::env::args().nth(3).is_some_and(|a| a == "txn");
+    let into = word("into");
+    let per_txn = word("txn");
     let mut buf = [0u8; 100];
     let mut out = Vec::with_capacity(256);
     let s = Instant::now();

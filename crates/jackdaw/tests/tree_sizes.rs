@@ -66,4 +66,13 @@ fn a_get_served_by_the_leaf_cache_touches_one_page() {
     let b2 = r.pages_touched();
     r.get(&t, b"00000007").unwrap().unwrap();
     assert!(r.pages_touched() - b2 >= 3);
+    // A descent reads each page of its path once: the leaf it ends on is searched as read, not
+    // looked up again. (A fresh transaction: its first descent fills no cache slot, so the
+    // second one, far from the first, descends again.)
+    let depth = r.tree_stats(&t).unwrap().depth as u64;
+    let r2 = env.read().unwrap();
+    r2.get(&t, b"00000007").unwrap().unwrap();
+    let b3 = r2.pages_touched();
+    r2.get(&t, b"00099999").unwrap().unwrap();
+    assert_eq!(r2.pages_touched() - b3, depth);
 }

@@ -117,6 +117,7 @@ impl AsRef<[u8]> for Bytes {
 
 impl std::ops::Deref for Bytes {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.as_ref()
     }

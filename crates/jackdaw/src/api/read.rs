@@ -110,14 +110,21 @@ impl ReadTxn {
         Ok(r)
     }
 
+    /// The descriptor of `tree` in this snapshot: the last one used without a call (a run of
+    /// operations on one tree), else `desc_lookup`.
+    #[inline]
     pub(crate) fn desc(&self, tree: &Tree) -> Result<TreeDesc> {
+        if let Some((id, d)) = self.state.borrow().last {
+            if id == tree.id {
+                return Ok(d);
+            }
+        }
+        self.desc_lookup(tree)
+    }
+
+    fn desc_lookup(&self, tree: &Tree) -> Result<TreeDesc> {
         {
             let st = self.state.borrow();
-            if let Some((id, d)) = st.last {
-                if id == tree.id {
-                    return Ok(d);
-                }
-            }
             if let Some(d) = st.trees.iter().find(|(id, _)| *id == tree.id).map(|(_, d)| *d) {
                 drop(st);
                 self.state.borrow_mut().last = Some((tree.id, d));
@@ -153,6 +160,7 @@ impl ReadTxn {
         Ok(d)
     }
 
+    #[inline]
     fn plain(&self, tree: &Tree) -> Result<TreeDesc> {
         let d = self.desc(tree)?;
         if d.kind() != TreeKind::Plain {

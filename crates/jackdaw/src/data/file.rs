@@ -109,16 +109,26 @@ impl MapState {
     }
 
     /// Page `pgno`, verified the first time it is read through this mapping.
+    #[inline]
     pub(crate) fn page(&self, pgno: u64) -> Result<&[u8]> {
         let bytes = self.raw(pgno)?;
         if !self.is_verified(pgno) {
-            page::verify(bytes, crate::PageNo::new(pgno))?;
-            self.mark_verified(pgno, 1);
+            self.verify_first(bytes, pgno)?;
         }
         Ok(bytes)
     }
 
+    /// The first read of page `pgno` through this mapping: verify it, and mark it verified
+    /// (out of line: once per page).
+    #[cold]
+    fn verify_first(&self, bytes: &[u8], pgno: u64) -> Result<()> {
+        page::verify(bytes, crate::PageNo::new(pgno))?;
+        self.mark_verified(pgno, 1);
+        Ok(())
+    }
+
     /// Whether page `pgno` was verified through this mapping (false past the mapping).
+    #[inline]
     fn is_verified(&self, pgno: u64) -> bool {
         self.verified.get((pgno / 64) as usize).is_some_and(|w| w.load(Ordering::Acquire) & (1 << (pgno % 64)) != 0)
     }
@@ -139,14 +149,23 @@ impl MapState {
     }
 
     /// Page `pgno` without verification (check(), tools).
+    #[inline]
     pub(crate) fn raw(&self, pgno: u64) -> Result<&[u8]> {
-        let off = usize::try_from(pgno)
-            .ok()
-            .and_then(|p| p.checked_mul(self.page_size))
-            .ok_or_else(|| Error::corrupted(Some(pgno), "page number out of range"))?;
-        self.map.slice(off, self.page_size).ok_or_else(|| {
+        let off = usize::try_from(pgno).ok().and_then(|p| p.checked_mul(self.page_size));
+        match off.and_then(|off| self.map.slice(off, self.page_size)) {
+            Some(b) => Ok(b),
+            None => Err(self.past_end(pgno, off.is_none())),
+        }
+    }
+
+    /// The error for a page number out of range or past the mapping (out of line).
+    #[cold]
+    fn past_end(&self, pgno: u64, overflow: bool) -> Error {
+        if overflow {
+            Error::corrupted(Some(pgno), "page number out of range")
+        } else {
             Error::corrupted(Some(pgno), format!("page is past the end of the data file ({} pages)", self.pages()))
-        })
+        }
     }
 }
 

@@ -77,9 +77,7 @@ pub(crate) fn prefetch(page: &[u8], at: usize) {
 /// Start loading every cache line of `page` past the first (which the caller is reading).
 #[inline(always)]
 pub(crate) fn prefetch_all(page: &[u8]) {
-    for at in (64..page.len()).step_by(64) {
-        prefetch(page, at);
-    }
+    crate::storage::sys::prefetch_lines(page);
 }
 
 /// XXH3-64 of bytes `[8, page_size)` seeded with the page number. Computed with the `xxh3` crate,

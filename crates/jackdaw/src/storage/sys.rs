@@ -210,6 +210,38 @@ pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::R
     }
 }
 
+/// Hint the CPU to bring every 64-byte line of `bytes` from offset 64 on into cache (no effect
+/// on other architectures). A pointer walk of four lines a step: `btree::descend` calls it on
+/// every leaf it reaches, and the bounds-checked loop of `prefetch` per line cost ~330
+/// instructions a get.
+#[inline(always)]
+pub(crate) fn prefetch_lines(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let mut at = 64;
+        while at + 192 < bytes.len() {
+            // SAFETY: a prefetch is only a hint: it never faults and reads nothing the program
+            // sees; `at + 192 < bytes.len()`, so all four addresses lie inside `bytes`. SSE is
+            // part of the x86_64 baseline.
+            unsafe {
+                let b = bytes.as_ptr().add(at) as *const i8;
+                _mm_prefetch::<_MM_HINT_T0>(b);
+                _mm_prefetch::<_MM_HINT_T0>(b.add(64));
+                _mm_prefetch::<_MM_HINT_T0>(b.add(128));
+                _mm_prefetch::<_MM_HINT_T0>(b.add(192));
+            }
+            at += 256;
+        }
+        while at < bytes.len() {
+            prefetch(bytes, at);
+            at += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// Hint the CPU to bring the cache line holding `bytes[at]` into cache (no effect when `at` is
 /// out of bounds or on other architectures). Used by the binary search of a page to overlap the
 /// cache misses of its next two probes.

@@ -167,12 +167,25 @@ impl<'a> Node<'a> {
     /// Leaf: position of `key` (`Ok(i)` found, `Err(i)` insertion point).
     #[inline]
     pub(crate) fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
-        let (mut lo, mut hi) = (0usize, self.count());
-        let hdr = LEAF_ENTRY_HEADER;
+        self.search_hinted(key, true)
+    }
+    /// `search` in a page whose every line the caller has already hinted into the cache
+    /// (`btree::descend_to` does on the leaf it reaches): no per-probe hints.
+    #[inline]
+    pub(crate) fn search_loaded(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
+        self.search_hinted(key, false)
+    }
+    #[inline(always)]
+    fn search_hinted(&self, key: &[u8], hints: bool) -> Result<std::result::Result<usize, usize>> {
+        let p = self.p;
+        let slots = slot_array(p, self.count())?;
+        let (mut lo, mut hi) = (0usize, slots.len() / 2);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(self.p, lo, mid, hi);
-            let k = key_at(self.p, mid, hdr).ok_or_else(|| corrupt("key past the page"))?;
+            if hints {
+                prefetch_probes(p, slots, lo, mid, hi);
+            }
+            let k = key_at(p, slots, mid, LEAF_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             match compare(k, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
@@ -185,15 +198,29 @@ impl<'a> Node<'a> {
     /// minus infinity).
     #[inline]
     pub(crate) fn child_index(&self, key: &[u8]) -> Result<usize> {
+        self.child_index_hinted(key, true)
+    }
+    /// `child_index` without per-probe hints, for a page whose probed lines are in the cache:
+    /// the root, which every descent searches (its first probes land on the same lines each time).
+    #[inline]
+    pub(crate) fn child_index_cached(&self, key: &[u8]) -> Result<usize> {
+        self.child_index_hinted(key, false)
+    }
+    #[inline(always)]
+    fn child_index_hinted(&self, key: &[u8], hints: bool) -> Result<usize> {
+        let p = self.p;
         let n = self.count();
         if n == 0 {
             return Err(corrupt("empty branch"));
         }
+        let slots = slot_array(p, n)?;
         let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            prefetch_probes(self.p, lo, mid, hi);
-            let k = key_at(self.p, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
+            if hints {
+                prefetch_probes(p, slots, lo, mid, hi);
+            }
+            let k = key_at(p, slots, mid, BRANCH_ENTRY_HEADER).ok_or_else(|| corrupt("key past the page"))?;
             if compare(k, key) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
@@ -204,25 +231,36 @@ impl<'a> Node<'a> {
     }
 }
 
-/// Start loading the entries a binary search probes after `mid` (one of `(lo + mid) / 2` and
-/// `(mid + 1 + hi) / 2`), so that their cache misses overlap the comparison at `mid`.
+/// The slot array of a page of `n` entries, bounds-checked once for a whole binary search (a
+/// count whose slots run past the page is `Corrupted`).
 #[inline(always)]
-fn prefetch_probes(p: &[u8], lo: usize, mid: usize, hi: usize) {
+fn slot_array(p: &[u8], n: usize) -> Result<&[u8]> {
+    p.get(SLOTS..SLOTS + 2 * n).ok_or_else(|| corrupt("slot array past the page"))
+}
+
+/// Entry offset in slot `i` of `slots` (`None` past the array).
+#[inline(always)]
+fn slot_in(slots: &[u8], i: usize) -> Option<usize> {
+    slots.get(2 * i..2 * i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+}
+
+/// Start loading the entries a binary search probes after `mid` (one of `(lo + mid) / 2` and
+/// `(mid + 1 + hi) / 2`), so that their cache misses overlap the comparison at `mid`. Without
+/// tests: when a candidate is `mid` itself or `hi`, the hint is only wasted (a line already
+/// loaded, or one entry past the range), never wrong.
+#[inline(always)]
+fn prefetch_probes(p: &[u8], slots: &[u8], lo: usize, mid: usize, hi: usize) {
     for i in [(lo + mid) / 2, (mid + 1 + hi) / 2] {
-        if i != mid && i < hi {
-            let s = SLOTS + 2 * i;
-            if let (Some(a), Some(b)) = (p.get(s), p.get(s + 1)) {
-                crate::data::page::prefetch(p, u16::from_le_bytes([*a, *b]) as usize);
-            }
+        if let Some(o) = slot_in(slots, i) {
+            crate::data::page::prefetch(p, o);
         }
     }
 }
 
 /// Key `i` of a page whose entries have `hdr`-byte headers; `None` when out of bounds.
 #[inline(always)]
-fn key_at(p: &[u8], i: usize, hdr: usize) -> Option<&[u8]> {
-    let s = SLOTS + 2 * i;
-    let o = u16::from_le_bytes([*p.get(s)?, *p.get(s + 1)?]) as usize;
+fn key_at<'p>(p: &'p [u8], slots: &[u8], i: usize, hdr: usize) -> Option<&'p [u8]> {
+    let o = slot_in(slots, i)?;
     let klen = u16::from_le_bytes([*p.get(o)?, *p.get(o + 1)?]) as usize;
     p.get(o + hdr..o + hdr + klen)
 }
@@ -418,6 +456,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn compare_is_the_byte_order() {
+        // Lengths around the 8-byte words, prefixes of each other, and differences in every
+        // position, against the slices' own order.
+        let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
+        for len in [1usize, 7, 8, 9, 15, 16, 17, 24] {
+            for pos in [0, len / 2, len - 1] {
+                for byte in [0u8, 1, 0x7f, 0x80, 0xff] {
+                    let mut k = vec![0x41u8; len];
+                    k[pos] = byte;
+                    keys.push(k);
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(compare(a, b), a.as_slice().cmp(b.as_slice()), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn insert_search_remove_compact() {
         let mut p = vec![0u8; 4096];
         init(&mut p, 0);
@@ -431,6 +490,11 @@ mod tests {
         assert_eq!(keys, vec![b"a".as_slice(), b"b", b"c", b"d"]);
         assert_eq!(n.search(b"c").unwrap(), Ok(2));
         assert_eq!(n.search(b"bb").unwrap(), Err(2));
+        // The variant without per-probe hints finds the same positions.
+        for k in [b"a".as_slice(), b"bb", b"c", b"d", b"e", b""] {
+            assert_eq!(n.search_loaded(k).unwrap(), n.search(k).unwrap(), "{k:?}");
+        }
+        assert_eq!(n.search_loaded(b"d").unwrap(), Ok(3));
         assert_eq!(n.value(0).unwrap().1, &[2u8; 10]);
         remove(&mut p, 1).unwrap();
         assert_eq!(Node::new(&p).garbage(), 16);
@@ -454,6 +518,9 @@ mod tests {
         assert_eq!(n.child_index(b"m").unwrap(), 1);
         assert_eq!(n.child_index(b"s").unwrap(), 1);
         assert_eq!(n.child_index(b"z").unwrap(), 2);
+        for k in [b"".as_slice(), b"a", b"m", b"n", b"s", b"t", b"z", b"zz"] {
+            assert_eq!(n.child_index_cached(k).unwrap(), n.child_index(k).unwrap(), "{k:?}");
+        }
         assert_eq!(n.child(2).unwrap(), 12);
     }
 

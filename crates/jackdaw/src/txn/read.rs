@@ -43,17 +43,21 @@ pub(crate) struct View {
 }
 
 impl View {
+    #[inline]
     pub(crate) fn page<'a>(&'a self, core: &Core, pgno: PageNo) -> Result<PageRef<'a>> {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
-            return Err(Error::corrupted_at(
-                pgno,
-                format!("page number outside [2, {}) of transaction {}", self.next_page, self.txid),
-            ));
+            return Err(self.outside(pgno));
         }
         if let Some(b) = core.table.get(pgno, self.txid) {
             return Ok(PageRef::Held(b));
         }
         Ok(PageRef::Borrowed(self.map.page(pgno.get())?))
+    }
+
+    /// The error for a page number outside the snapshot (out of line: every page read checks).
+    #[cold]
+    fn outside(&self, pgno: PageNo) -> Error {
+        Error::corrupted_at(pgno, format!("page number outside [2, {}) of transaction {}", self.next_page, self.txid))
     }
 
     /// Whether this view reads pages `[first, first + n)` from the data file, every one already
@@ -164,6 +168,7 @@ impl Snapshot {
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
+    #[inline]
     pub(crate) fn page(&self, pgno: PageNo) -> Result<PageRef<'_>> {
         self.view.page(&self.core, pgno)
     }
