@@ -166,8 +166,8 @@ pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Resul
 /// Most bytes `read_into` reserves up front, whatever the reference says (1 MiB).
 const RESERVE_MAX: usize = 1 << 20;
 
-/// Chains of at least this many pages are first tried as one run of consecutive pages read with
-/// positional reads (see `read_run`).
+/// Chains of at least this many pages are first tried as one run of consecutive pages (see
+/// `read_run`).
 const RUN_MIN_PAGES: u64 = 8;
 
 /// Append the whole value to `out`, copying each page's bytes once (no intermediate buffer).
@@ -194,9 +194,9 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
 }
 
 /// The chain laid out as a chain is written (`write`, `write_stream`): `n` consecutive pages from
-/// `first`, each full but the last. Reads them with one `preadv` per 512 pages (page headers
-/// aside, data straight into `out`: a kernel copy from the page cache, no page faults of the map,
-/// no lookup per page), then checks every header as `walk` would. Returns `false`, with `out` as
+/// `first`, each full but the last. Copies them out of the map in one go (page headers aside,
+/// data straight into `out`: one `memcpy` per page, no lookup or pointer chase per page), then
+/// checks every header as `walk` would. Returns `false`, with `out` as
 /// it was, when the chain is laid out otherwise: the caller then walks it.
 fn read_run<P: PageRead + ?Sized>(p: &P, first: u64, n: u64, total: usize, out: &mut Vec<u8>) -> Result<bool> {
     let cap = capacity(p.page_size());
