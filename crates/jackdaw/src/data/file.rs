@@ -297,10 +297,11 @@ impl DataFile {
     /// computed its checksum from these very bytes) or was verified (recovery), so once the write
     /// has returned the page counts as verified for reads through the map (invariant 2): a page
     /// this process wrote is not hashed again when it is read back (see `write_pages`).
+    /// `buf` may hold several consecutive pages from `pgno` on (pages written once in a run).
     pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
-        debug_assert_eq!(buf.len(), self.page_size);
+        debug_assert!(!buf.is_empty() && buf.len().is_multiple_of(self.page_size));
         self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")?;
-        self.map.read().mark_verified(pgno, 1);
+        self.map.read().mark_verified(pgno, (buf.len() / self.page_size) as u64);
         Ok(())
     }
 
