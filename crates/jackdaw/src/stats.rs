@@ -163,8 +163,8 @@ pub struct Stats {
     pub written_once_pages: u64,
     /// Page writes done by write transactions before commit, spilling (see `CommitStats`).
     pub spilled_pages: u64,
-    /// Overflow values read as one run of consecutive pages with positional reads (`preadv`),
-    /// instead of page by page through the map (see `tree/overflow.rs`).
+    /// Overflow values read as one run of consecutive pages copied out of the map, instead of
+    /// walked page by page (see `tree/overflow.rs`).
     pub overflow_run_reads: u64,
     /// Device syncs (fsync/fdatasync) by call site name; `O_DSYNC` journal writes are counted in
     /// `journal_direct_writes`.

@@ -1,5 +1,6 @@
-//! A 256 MiB value streamed in and out with bounded heap (its own test binary, so that no other
-//! test's allocations count).
+//! Large values written with bounded heap: a 256 MiB value streamed in and out, a 136 MiB value
+//! put from a slice (their own test binary, so that no other test's allocations count; the two
+//! tests take `SERIAL` so that neither counts the other's).
 mod common;
 use common::*;
 use jackdaw::{Env, FlusherMode};
@@ -30,6 +31,8 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A reader producing `n` bytes of a pattern without holding them.
 struct Pattern {
     left: u64,
@@ -49,6 +52,7 @@ impl Read for Pattern {
 
 #[test]
 fn a_256_mib_value_streams_in_and_out_with_little_heap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const LEN: u64 = 256 << 20;
     let dir = TestDb::dir("bigvalue");
     let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
@@ -94,5 +98,52 @@ fn a_256_mib_value_streams_in_and_out_with_little_heap() {
     tx.commit().unwrap();
     let s = env.stats();
     assert!(s.free_pages >= LEN / 4096, "{s:?}");
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// A value put from a slice of `write_once_min_pages` pages or more goes straight to the data
+/// file as it is put (`overflow::write_direct`, batches of 64 pages): the heap holds the caller's
+/// slice and little else (the dirty-page path would hold a copy, or spill it past
+/// `max_dirty_pages`, 32 MiB). 136 MiB crosses the bitmap page at the start of section 1 (page
+/// 32,768), where a batch ends early. An aborted put leaves nothing behind; the committed value
+/// reads back whole, before and after a reopen, and `check()` passes.
+#[test]
+fn a_136_mib_value_put_from_a_slice_is_written_once_as_it_is_put() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const LEN: usize = 136 << 20;
+    let dir = TestDb::dir("bigslice");
+    let v: Vec<u8> = (0..LEN).map(|i| (i % 253) as u8 ^ (i >> 20) as u8).collect();
+    {
+        let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("blobs").unwrap();
+        tx.commit().unwrap();
+        let mut tx = env.write().unwrap();
+        tx.put(&t, b"gone", &v[..4 << 20]).unwrap();
+        tx.abort();
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        let mut tx = env.write().unwrap();
+        tx.put(&t, b"big", &v).unwrap();
+        let st = tx.commit().unwrap();
+        let peak = PEAK.load(Ordering::Relaxed) - base;
+        assert!(peak < 16 << 20, "peak heap {peak} bytes above the caller's value while putting it");
+        assert!(st.written_once_pages >= LEN / 4096, "{st:?}");
+        assert_eq!(st.spilled_pages, 0, "{st:?}");
+        let r = env.read().unwrap();
+        assert!(r.get(&t, b"gone").unwrap().is_none());
+        assert!(*r.get(&t, b"big").unwrap().unwrap() == v[..], "value read back differs");
+        assert_eq!(r.tree_stats(&t).unwrap().overflow_pages, (LEN as u64).div_ceil(4096 - 48));
+        drop(r);
+        env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+        env.close().unwrap();
+    }
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("blobs").unwrap().unwrap();
+    let mut out = Vec::new();
+    assert!(r.get_into(&t, b"big", &mut out).unwrap());
+    assert!(out == v, "value read back after reopen differs");
+    drop(r);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }

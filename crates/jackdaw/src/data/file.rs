@@ -148,6 +148,35 @@ impl MapState {
         end <= self.pages() && (first..end).all(|pgno| self.is_verified(pgno))
     }
 
+    /// Copy the consecutive pages `[first, first + split.count)` out of the mapping as `split`
+    /// says: each page's first `head` bytes to `heads`, the rest appended to `out` (only `tail`
+    /// bytes of the last page), one `memcpy` per page. No check of the bytes: the caller knows
+    /// the pages were verified (`verified_run`) and checks the heads itself. On error (a page past
+    /// the mapping, an inconsistent split) `out` keeps its length.
+    pub(crate) fn copy_run(&self, first: u64, split: Split, heads: &mut [u8], out: &mut Vec<u8>) -> Result<()> {
+        split.check(heads.len()).map_err(|e| Error::Invalid(e.to_string()))?;
+        let Split { stride, head, count, tail } = split;
+        if stride != self.page_size {
+            return Err(Error::Invalid(format!("copy_run: stride {stride} is not the page size")));
+        }
+        let base = out.len();
+        out.reserve(split.data_len());
+        for i in 0..count {
+            let pgno = first.checked_add(i as u64).ok_or_else(|| Error::corrupted(Some(first), "run past the end"));
+            let p = match pgno.and_then(|p| self.raw(p)) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.truncate(base);
+                    return Err(e);
+                }
+            };
+            heads[i * head..(i + 1) * head].copy_from_slice(&p[..head]);
+            let len = if i + 1 == count { tail } else { stride - head };
+            out.extend_from_slice(&p[head..head + len]);
+        }
+        Ok(())
+    }
+
     /// Page `pgno` without verification (check(), tools).
     #[inline]
     pub(crate) fn raw(&self, pgno: u64) -> Result<&[u8]> {
@@ -283,34 +312,15 @@ impl DataFile {
         self.file.read_exact_at(buf, pgno * self.page_size as u64).ctx("read data page")
     }
 
-    /// Read the consecutive pages `[first, first + count)` with one `preadv` per 512 pages: each
-    /// page's first `head` bytes into `heads`, the rest appended to `out` (only `tail` bytes of
-    /// the last page). No check of any kind: the caller knows the pages were verified
-    /// ([`MapState::verified_run`]) and checks the heads it reads.
-    pub(crate) fn read_split(
-        &self,
-        first: u64,
-        count: usize,
-        head: usize,
-        tail: usize,
-        heads: &mut [u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let off = first
-            .checked_mul(self.page_size as u64)
-            .ok_or_else(|| Error::corrupted(Some(first), "page number out of range"))?;
-        let split = Split { stride: self.page_size, head, count, tail };
-        self.file.read_split_at(off, split, heads, out).ctx("read data pages")
-    }
-
     /// Write one page. Every caller writes a page image that is sealed (the commit that made it
     /// computed its checksum from these very bytes) or was verified (recovery), so once the write
     /// has returned the page counts as verified for reads through the map (invariant 2): a page
     /// this process wrote is not hashed again when it is read back (see `write_pages`).
+    /// `buf` may hold several consecutive pages from `pgno` on (pages written once in a run).
     pub(crate) fn write_page(&self, pgno: u64, buf: &[u8]) -> Result<()> {
-        debug_assert_eq!(buf.len(), self.page_size);
+        debug_assert!(!buf.is_empty() && buf.len().is_multiple_of(self.page_size));
         self.file.write_all_at(buf, pgno * self.page_size as u64).ctx("write data page")?;
-        self.map.read().mark_verified(pgno, 1);
+        self.map.read().mark_verified(pgno, (buf.len() / self.page_size) as u64);
         Ok(())
     }
 
@@ -393,5 +403,41 @@ impl DataFile {
             other => other,
         };
         Header::choose(a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{MemStorage, OpenMode, Storage};
+
+    /// `copy_run` splits each page into its head and its data as `Split` says (the last page
+    /// cut at `tail`), appends after what `out` held, and leaves `out` untouched when the run
+    /// reaches past the mapping or the split does not add up.
+    #[test]
+    fn copy_run_splits_pages_and_refuses_runs_past_the_map() {
+        let ps = 4096;
+        let f = MemStorage::new().open(std::path::Path::new("d"), OpenMode::CreateReadWrite).unwrap();
+        let bytes: Vec<u8> = (0..8 * ps).map(|i| (i * 31 % 251) as u8).collect();
+        f.write_all_at(&bytes, 0).unwrap();
+        let data = DataFile::open(f, ps).unwrap();
+        let map = data.map();
+        let (head, count, tail) = (48, 5, 100);
+        let mut heads = vec![0u8; count * head];
+        let mut out = vec![7u8; 3];
+        map.copy_run(2, Split { stride: ps, head, count, tail }, &mut heads, &mut out).unwrap();
+        let mut want = vec![7u8; 3];
+        for i in 0..count {
+            let p = &bytes[(2 + i) * ps..(3 + i) * ps];
+            assert_eq!(&heads[i * head..(i + 1) * head], &p[..head], "head of page {}", 2 + i);
+            want.extend_from_slice(&p[head..if i + 1 == count { head + tail } else { ps }]);
+        }
+        assert_eq!(out, want);
+        let mut heads = vec![0u8; 4 * head];
+        assert!(map.copy_run(6, Split { stride: ps, head, count: 4, tail }, &mut heads, &mut out).is_err());
+        assert_eq!(out, want, "a failed run leaves out as it was");
+        assert!(map.copy_run(0, Split { stride: ps, head, count: 4, tail: ps }, &mut heads, &mut out).is_err());
+        assert!(map.copy_run(0, Split { stride: 512, head, count: 4, tail }, &mut heads, &mut out).is_err());
+        assert_eq!(out, want);
     }
 }

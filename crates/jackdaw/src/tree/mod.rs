@@ -42,7 +42,13 @@ pub(crate) trait PageWrite: PageRead {
     fn alloc(&mut self, kind: PageKind) -> Result<u64>;
     fn free(&mut self, pgno: u64) -> Result<()>;
     fn reserve(&mut self) -> Result<u64>;
-    fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()>;
+    /// Seal and write the reserved consecutive pages in `bufs` (from `first` on) to the data
+    /// file now (`PageTxn::write_once_run`).
+    fn write_once_run(&mut self, first: u64, bufs: &mut [u8]) -> Result<()>;
+    /// Whether a value of `pages` overflow pages is written straight to the data file as it is
+    /// put (`overflow::write_direct`): at least `write_once_min_pages` (never when that is 0),
+    /// so a commit that holds it would write its pages once anyway.
+    fn writes_once(&self, pages: u64) -> bool;
 }
 
 impl PageRead for Snapshot {
@@ -90,8 +96,11 @@ impl PageWrite for PageTxn {
     fn reserve(&mut self) -> Result<u64> {
         self.reserve_page()
     }
-    fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
-        PageTxn::write_once(self, pgno, buf)
+    fn write_once_run(&mut self, first: u64, bufs: &mut [u8]) -> Result<()> {
+        PageTxn::write_once_run(self, first, bufs)
+    }
+    fn writes_once(&self, pages: u64) -> bool {
+        PageTxn::writes_once(self, pages)
     }
 }
 

@@ -68,10 +68,21 @@ pub(crate) fn link(p: &[u8], pgno: u64) -> Result<(u64, usize)> {
     Ok((next, len))
 }
 
+/// Write `value` as a chain of overflow pages; returns the first page and the page count. A
+/// value of `write_once_min_pages` pages or more goes straight to the data file
+/// (`write_direct`), a smaller one into dirty pages (`write_dirty`).
+pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
+    if w.writes_once(pages_for(value.len() as u64, w.page_size())) {
+        write_direct(w, value)
+    } else {
+        write_dirty(w, value)
+    }
+}
+
 /// Write `value` as a chain of dirty pages; returns the first page and the page count.
 /// Each page is filled as soon as it is allocated and linked from the one before when the next
 /// is allocated, so a transaction that spills (see `txn/write.rs`) writes full pages, once.
-pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
+pub(crate) fn write_dirty<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
     let cap = capacity(w.page_size());
     let chunks: Vec<&[u8]> = if value.is_empty() { vec![&[][..]] } else { value.chunks(cap).collect() };
     let mut first = 0;
@@ -88,6 +99,46 @@ pub(crate) fn write<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u
         prev = Some((pg, c.len()));
     }
     Ok((first, chunks.len() as u64))
+}
+
+/// Pages `write_direct` fills before writing them (256 KiB of 4 KiB pages): small enough that
+/// the copy, the checksum and the kernel's copy into the page cache all find them in the CPU's
+/// cache, large enough that one `pwrite` per batch costs little.
+const DIRECT_BATCH: usize = 64;
+
+/// Write `value` (at least one full page of it) as a chain of pages written straight to the
+/// data file (`PageWrite::write_once_run`): each batch of consecutive pages is built in one
+/// reused buffer (header, link, the value's bytes, zeroed tail) and written with one `pwrite`,
+/// so the value is read once from the caller's slice and nothing of it stays in memory. Returns
+/// the first page and the page count.
+pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Result<(u64, u64)> {
+    if value.is_empty() {
+        return Err(Error::Invalid("internal: an empty value is never written directly".into()));
+    }
+    let ps = w.page_size();
+    let mut chunks = value.chunks(capacity(ps)).peekable();
+    let mut buf = vec![0u8; DIRECT_BATCH * ps];
+    let first = w.reserve()?;
+    let (mut start, mut cur, mut filled, mut n) = (first, first, 0usize, 0u64);
+    while let Some(c) = chunks.next() {
+        let next = if chunks.peek().is_some() { w.reserve()? } else { 0 };
+        let p = &mut buf[filled * ps..(filled + 1) * ps];
+        page::init(p, cur, PageKind::Overflow);
+        p[PAGE_HEADER..DATA_AT].fill(0);
+        set_link(p, next, c.len());
+        p[DATA_AT..DATA_AT + c.len()].copy_from_slice(c);
+        p[DATA_AT + c.len()..].fill(0);
+        filled += 1;
+        n += 1;
+        // A batch ends where the pages stop being consecutive (a bitmap page was appended
+        // between two reservations) or the buffer is full.
+        if next != cur + 1 || filled == DIRECT_BATCH {
+            w.write_once_run(start, &mut buf[..filled * ps])?;
+            (start, filled) = (next, 0);
+        }
+        cur = next;
+    }
+    Ok((first, n))
 }
 
 /// Stream `len` bytes from `r` into pages written straight to the data file (never more than one
@@ -108,7 +159,7 @@ pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut d
         left -= take as u64;
         let next = if left > 0 { w.reserve()? } else { 0 };
         set_link(&mut buf, next, take);
-        w.write_once(cur, &mut buf)?;
+        w.write_once_run(cur, &mut buf)?;
         n += 1;
         if next == 0 {
             return Ok((first, n));
@@ -166,8 +217,8 @@ pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Resul
 /// Most bytes `read_into` reserves up front, whatever the reference says (1 MiB).
 const RESERVE_MAX: usize = 1 << 20;
 
-/// Chains of at least this many pages are first tried as one run of consecutive pages read with
-/// positional reads (see `read_run`).
+/// Chains of at least this many pages are first tried as one run of consecutive pages (see
+/// `read_run`).
 const RUN_MIN_PAGES: u64 = 8;
 
 /// Append the whole value to `out`, copying each page's bytes once (no intermediate buffer).
@@ -194,9 +245,9 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
 }
 
 /// The chain laid out as a chain is written (`write`, `write_stream`): `n` consecutive pages from
-/// `first`, each full but the last. Reads them with one `preadv` per 512 pages (page headers
-/// aside, data straight into `out`: a kernel copy from the page cache, no page faults of the map,
-/// no lookup per page), then checks every header as `walk` would. Returns `false`, with `out` as
+/// `first`, each full but the last. Copies them out of the map in one go (page headers aside,
+/// data straight into `out`: one `memcpy` per page, no lookup or pointer chase per page), then
+/// checks every header as `walk` would. Returns `false`, with `out` as
 /// it was, when the chain is laid out otherwise: the caller then walks it.
 fn read_run<P: PageRead + ?Sized>(p: &P, first: u64, n: u64, total: usize, out: &mut Vec<u8>) -> Result<bool> {
     let cap = capacity(p.page_size());

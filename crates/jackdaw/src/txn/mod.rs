@@ -7,7 +7,7 @@
 //! ```text
 //!  write (PageTxn::begin: flush first if over max_pinned_bytes, take the writer lock, base = the
 //!         last *prepared* state, which snapshots may not see yet)
-//!    Active ──page / page_mut / modify / alloc_page / free_page / reserve_page + write_once
+//!    Active ──page / page_mut / modify / alloc_page / free_page / reserve_page + write_once_run
 //!       │      (spill past max_dirty_pages)──▶ Active
 //!       ├──abort / drop──▶ Discarded (dirty pages and local free counts dropped; pages already
 //!       │                   written once lie past the prepared next_page, unreferenced)

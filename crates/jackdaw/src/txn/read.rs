@@ -88,8 +88,8 @@ impl Drop for Snapshot {
 }
 
 impl Snapshot {
-    /// Read pages `[first, first + count)` as this snapshot sees them with positional reads
-    /// (`DataFile::read_split`), when they are exactly verified bytes of the data file: each
+    /// Read pages `[first, first + count)` as this snapshot sees them, copied out of its mapping
+    /// (`MapState::copy_run`), when they are exactly verified bytes of the data file: each
     /// page's first `head` bytes go to `laid_out`, which says whether they are the pages the
     /// caller expects; the rest is appended to `out` (`tail` bytes of the last page). `false`,
     /// with `out` as it was, when the pages are not such a run or `laid_out` refuses them.
@@ -105,7 +105,8 @@ impl Snapshot {
         }
         let mut heads = vec![0u8; count * head];
         let base = out.len();
-        self.core.data.read_split(first.get(), count, head, tail, &mut heads, out)?;
+        let split = crate::storage::Split { stride: self.core.page_size(), head, count, tail };
+        self.view.map.copy_run(first.get(), split, &mut heads, out)?;
         if laid_out(&heads) {
             self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(true)

@@ -57,6 +57,9 @@ struct Dirty {
 /// Ranges a dirty page keeps before it counts as changed all over (`Dirty::written`).
 const MAX_WRITTEN_RANGES: usize = 16;
 
+/// `write_once_run` starts the writeback of pages written once by aligned ranges of this many.
+const WRITE_BACK_PAGES: u64 = 1024;
+
 /// A page this transaction already wrote to the data file (streamed in, or spilled).
 #[derive(Clone, Copy)]
 struct Streamed {
@@ -75,7 +78,7 @@ pub(crate) struct PageTxn {
     free: Vec<u64>,
     geom: Geometry,
     durability: Durability,
-    /// Pages already written straight to the data file by `write_once` or `spill`.
+    /// Pages already written straight to the data file by `write_once_run` or `spill`.
     streamed: PgnoMap<Streamed>,
     /// A mapping that covers the streamed pages (they are read back through it).
     streamed_map: Option<Arc<crate::data::MapState>>,
@@ -422,23 +425,49 @@ impl PageTxn {
         Ok(())
     }
 
-    /// Reserve a page at the end of the file for `write_once` (it must be written before commit).
+    /// Reserve a page at the end of the file for `write_once_run` (it must be written before
+    /// commit).
     pub(crate) fn reserve_page(&mut self) -> Result<u64> {
         self.append()
     }
 
-    /// Write a reserved page straight to the data file now (large values streamed in): sealed
-    /// with this transaction's id, synced at commit before the journal record, which carries only
-    /// its checksum. Nothing of it stays in memory.
-    pub(crate) fn write_once(&mut self, pgno: u64, buf: &mut [u8]) -> Result<()> {
-        if pgno < self.base.next_page.get() || pgno >= self.next_page || self.dirty.contains_key(&pgno) {
-            return Err(Error::Invalid(format!("page {pgno} was not reserved for writing once")));
+    /// Whether a value of `pages` overflow pages goes straight to the data file as it is put
+    /// (see `PageWrite::writes_once`).
+    pub(crate) fn writes_once(&self, pages: u64) -> bool {
+        let min = self.core.opts.write_once_min_pages as u64;
+        min > 0 && pages >= min
+    }
+
+    /// Write reserved pages straight to the data file now (large values put or streamed in):
+    /// `bufs` holds consecutive pages from `first` on, each sealed here with this transaction's
+    /// id and written with one `pwrite`, their writeback started by 1,024 pages (a hint, as
+    /// `write_dirty`);
+    /// synced at commit before the journal record, which carries only their checksums. Nothing
+    /// of them stays in memory.
+    pub(crate) fn write_once_run(&mut self, first: u64, bufs: &mut [u8]) -> Result<()> {
+        let ps = self.core.page_size;
+        let n = (bufs.len() / ps) as u64;
+        let end = first.checked_add(n).filter(|_| n > 0 && bufs.len().is_multiple_of(ps));
+        let reserved = |p: u64| p >= self.base.next_page.get() && p < self.next_page && !self.dirty.contains_key(&p);
+        if !end.is_some_and(|end| (first..end).all(reserved)) {
+            return Err(Error::Invalid(format!("pages {first}+{n} were not reserved for writing once")));
+        }
+        let txid = self.base.txid.next();
+        for (pgno, buf) in (first..).zip(bufs.chunks_exact_mut(ps)) {
+            page::seal(buf, PageNo::new(pgno), txid);
         }
         let core = &self.core;
-        page::seal(buf, PageNo::new(pgno), self.base.txid.next());
-        ensure_pages(core, pgno + 1)?;
-        core.data.write_page(pgno, buf).inspect_err(|e| core.poison(e))?;
-        self.streamed.insert(pgno, Streamed { sum: page::stored_checksum(buf), kind: Some(PageKind::Overflow) });
+        ensure_pages(core, first + n)?;
+        core.data.write_page(first, bufs).inspect_err(|e| core.poison(e))?;
+        // Start the writeback of each aligned 1,024 pages (4 MiB of 4 KiB pages) once the run
+        // has written its last page: one hint per such range, not one per call.
+        let done = (first + n) / WRITE_BACK_PAGES * WRITE_BACK_PAGES;
+        if done > first {
+            core.data.write_back(done - WRITE_BACK_PAGES, WRITE_BACK_PAGES);
+        }
+        for (pgno, buf) in (first..).zip(bufs.chunks_exact(ps)) {
+            self.streamed.insert(pgno, Streamed { sum: page::stored_checksum(buf), kind: Some(PageKind::Overflow) });
+        }
         self.streamed_map = Some(core.data.map());
         Ok(())
     }
