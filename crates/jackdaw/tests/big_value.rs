@@ -102,7 +102,7 @@ fn a_256_mib_value_streams_in_and_out_with_little_heap() {
 }
 
 /// A value put from a slice of `write_once_min_pages` pages or more goes straight to the data
-/// file as it is put (`overflow::write_direct`, batches of 64 pages): the heap holds the caller's
+/// file as it is put (`overflow::write_direct`, batches of 512 pages): the heap holds the caller's
 /// slice and little else (the dirty-page path would hold a copy, or spill it past
 /// `max_dirty_pages`, 32 MiB). 136 MiB crosses the bitmap page at the start of section 1 (page
 /// 32,768), where a batch ends early. An aborted put leaves nothing behind; the committed value
