@@ -560,7 +560,8 @@ mod tests {
         let t = space_table(&rep);
         let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("| fill-x")).collect();
         assert_eq!(lines.len(), 2, "{t}");
-        let cols = |l: &str| l.split('|').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
+        let cols =
+            |l: &str| l.split('|').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
         assert_eq!(cols(lines[0]), ["fill-x", "jackdaw", "3.0 MiB", "1.0 MiB", "4.0 MiB", "1.0 MiB", "4.00×", "0.80×"]);
         assert_eq!(cols(lines[1])[6..], ["5.00×", "1.00×"]);
         assert!(!t.contains("read-x"), "rows without a size are left out: {t}");

@@ -1179,15 +1179,7 @@ fn join_notes(parts: &[&str]) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn make_row(
-    name: &str,
-    kind: Kind,
-    mode: Option<Mode>,
-    ops: u64,
-    txs: u64,
-    el: Duration,
-    m: Measured,
-) -> Row {
+fn make_row(name: &str, kind: Kind, mode: Option<Mode>, ops: u64, txs: u64, el: Duration, m: Measured) -> Row {
     let secs = el.as_secs_f64().max(1e-9);
     Row {
         workload: name.to_string(),

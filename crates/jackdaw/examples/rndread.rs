@@ -19,7 +19,8 @@ fn main() {
     let words: Vec<String> = std::env::args().skip(3).collect();
     let word = |w: &str| words.iter().any(|a| a == w);
     let hot = word("hot");
-    let opts = if hot { Options::default().flusher(FlusherMode::Manual).write_once_min_pages(0) } else { Options::default() };
+    let opts =
+        if hot { Options::default().flusher(FlusherMode::Manual).write_once_min_pages(0) } else { Options::default() };
     let env = Env::open(&dir, opts).unwrap();
     let keys: Vec<[u8; 16]> = (0..n)
         .map(|i| {

@@ -468,7 +468,11 @@ mod tests {
                 buffered: f,
             };
             j.append_streamed(slot, &[7u8; 4096], (4096, 4096), Durability::Buffered).unwrap();
-            assert!(j.unsynced_files() <= MAX_UNSYNCED_FILES, "{} files unsynced after record {txid}", j.unsynced_files());
+            assert!(
+                j.unsynced_files() <= MAX_UNSYNCED_FILES,
+                "{} files unsynced after record {txid}",
+                j.unsynced_files()
+            );
         }
         assert!(syncs.load(Ordering::SeqCst) > 0, "no file was synced");
         assert_eq!(j.written_txid, 3 * MAX_UNSYNCED_FILES as u64);

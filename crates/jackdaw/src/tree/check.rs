@@ -361,8 +361,9 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
 fn live_bytes(klen: u64, flags: u8, v: &[u8], multi: bool) -> u64 {
     match flags {
         FLAG_OVERFLOW if !multi => klen + overflow::decode_ref(v).map_or(0, |(len, _)| len),
-        super::multi::FLAG_NESTED if multi => super::multi::decode_list(v)
-            .map_or(klen, |vals| vals.iter().map(|x| klen + x.len() as u64).sum()),
+        super::multi::FLAG_NESTED if multi => {
+            super::multi::decode_list(v).map_or(klen, |vals| vals.iter().map(|x| klen + x.len() as u64).sum())
+        }
         super::multi::FLAG_SUBTREE if multi => TreeDesc::decode(v).map_or(klen, |d| klen * d.entries),
         _ => klen + v.len() as u64,
     }
