@@ -258,26 +258,8 @@ pub fn table(rows: &[&Row]) -> String {
         .iter()
         .map(|r| cols.iter().map(|(_, f)| f(r).unwrap_or_else(|| "n/a".into()).replace('|', "\\|")).collect())
         .collect();
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, (h, _))| cells.iter().map(|c| c[i].chars().count()).chain([h.chars().count()]).max().unwrap_or(0))
-        .collect();
-    let mut s = String::new();
-    let line = |s: &mut String, vals: Vec<String>| {
-        s.push('|');
-        for (i, v) in vals.iter().enumerate() {
-            let pad = widths[i] - v.chars().count();
-            let _ = write!(s, " {v}{} |", " ".repeat(pad));
-        }
-        s.push('\n');
-    };
-    line(&mut s, cols.iter().map(|(h, _)| h.to_string()).collect());
-    line(&mut s, widths.iter().map(|w| "-".repeat(*w)).collect());
-    for c in cells {
-        line(&mut s, c);
-    }
-    s
+    let head: Vec<String> = cols.iter().map(|(h, _)| h.to_string()).collect();
+    markdown_table(&head, &cells)
 }
 
 /// The summary of a run: one row per workload, Jackdaw's ops/s, the best peer's, and every
@@ -317,23 +299,10 @@ pub fn summary(rep: &Report) -> String {
         );
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    let mut s = String::from("ops/s of Jackdaw and of the best peer; each engine's ratio to the best peer.\n\n");
-    let line = |s: &mut String, vals: &[String]| {
-        s.push('|');
-        for (i, v) in vals.iter().enumerate() {
-            let _ = write!(s, " {v}{} |", " ".repeat(widths[i] - v.chars().count()));
-        }
-        s.push('\n');
-    };
-    line(&mut s, &head);
-    line(&mut s, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
-    for r in &rows {
-        line(&mut s, r);
-    }
-    s
+    format!(
+        "ops/s of Jackdaw and of the best peer; each engine's ratio to the best peer.\n\n{}",
+        markdown_table(&head, &rows)
+    )
 }
 
 /// The space table: for every workload that measured its size on disk and every engine, the data
@@ -365,21 +334,33 @@ pub fn space_table(rep: &Report) -> String {
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| cells.iter().map(|c| c[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    let mut s = String::from("Size on disk after close: data files, journal files, total, ÷ live key+value bytes.\n\n");
-    let line = |s: &mut String, vals: &[String]| {
+    let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+    format!(
+        "Size on disk after close: data files, journal files, total, ÷ live key+value bytes.\n\n{}",
+        markdown_table(&head, &cells)
+    )
+}
+
+/// Lay out rows of cells as a Markdown table with padded columns (every table the bench prints).
+pub fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(w.len()) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let line = |s: &mut String, cells: &[String]| {
         s.push('|');
-        for (i, v) in vals.iter().enumerate() {
-            let _ = write!(s, " {v}{} |", " ".repeat(widths[i] - v.chars().count()));
+        for (i, c) in cells.iter().enumerate().take(w.len()) {
+            let _ = write!(s, " {c}{} |", " ".repeat(w[i] - c.chars().count()));
         }
         s.push('\n');
     };
-    line(&mut s, &head.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    line(&mut s, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
-    for c in &cells {
-        line(&mut s, c);
+    line(&mut s, head);
+    line(&mut s, &w.iter().map(|x| "-".repeat(*x)).collect::<Vec<_>>());
+    for r in rows {
+        line(&mut s, r);
     }
     s
 }

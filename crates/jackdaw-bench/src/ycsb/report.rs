@@ -4,7 +4,7 @@
 //! are made from, which `run.rs` fills.
 
 use super::workload::OpKind;
-use crate::report::{bytes, si};
+use crate::report::{bytes, markdown_table as table, si};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -152,31 +152,6 @@ fn us(x: f64) -> String {
     } else {
         format!("{x:.1}")
     }
-}
-
-/// Lay out rows of cells as a Markdown table with padded columns.
-fn table(head: &[String], rows: &[Vec<String>]) -> String {
-    let n = head.len();
-    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(n) {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let mut s = String::new();
-    let line = |s: &mut String, cells: &[String]| {
-        s.push('|');
-        for (i, c) in cells.iter().enumerate() {
-            let _ = write!(s, " {c}{} |", " ".repeat(w[i] - c.chars().count()));
-        }
-        s.push('\n');
-    };
-    line(&mut s, head);
-    line(&mut s, &w.iter().map(|x| "-".repeat(*x)).collect::<Vec<_>>());
-    for r in rows {
-        line(&mut s, r);
-    }
-    s
 }
 
 /// The passes in the order they ran: (mode, threads).
