@@ -213,20 +213,13 @@ pub(crate) fn find_leaf<P: PageRead + ?Sized>(
     key: &[u8],
     touched: &mut u64,
 ) -> Result<u64> {
-    if let Some(pg) = cache.lookup(desc.id, key) {
-        return Ok(pg);
-    }
-    if !cache.wants_fill() {
-        return descend(p, desc, key, None, None, touched);
-    }
-    let mut f = cache.take_fences();
-    let pg = descend(p, desc, key, None, Some(&mut f), touched)?;
-    cache.insert(desc.id, pg, f);
-    Ok(pg)
+    Ok(match locate(p, desc, cache, key, touched)? {
+        Located::Cached(pg) | Located::Descended(pg, _) => pg,
+    })
 }
 
-/// The leaf page for `key` (`find_leaf`, keeping the page the descent read), and whether it
-/// came from a descent (which hinted all its lines into the cache).
+/// The leaf page for `key` (`find_leaf`, keeping the page a descent read), and whether it came
+/// from a descent (which hinted all its lines into the cache).
 fn leaf_page<'a, P: PageRead + ?Sized>(
     p: &'a P,
     desc: &TreeDesc,
@@ -234,17 +227,41 @@ fn leaf_page<'a, P: PageRead + ?Sized>(
     key: &[u8],
     touched: &mut u64,
 ) -> Result<(PageRef<'a>, bool)> {
+    match locate(p, desc, cache, key, touched)? {
+        Located::Cached(pg) => {
+            *touched += 1;
+            Ok((p.page(pg)?, false))
+        }
+        Located::Descended(_, page) => Ok((page, true)),
+    }
+}
+
+/// Where `locate` found a leaf: the cache knew its number (the page not read), or a descent read it.
+enum Located<'a> {
+    Cached(u64),
+    Descended(u64, PageRef<'a>),
+}
+
+/// The leaf for `key`: through the cache when it knows it, else by a descent (that fills the
+/// cache when it wants filling).
+fn locate<'a, P: PageRead + ?Sized>(
+    p: &'a P,
+    desc: &TreeDesc,
+    cache: &mut LeafCache,
+    key: &[u8],
+    touched: &mut u64,
+) -> Result<Located<'a>> {
     if let Some(pg) = cache.lookup(desc.id, key) {
-        *touched += 1;
-        return Ok((p.page(pg)?, false));
+        return Ok(Located::Cached(pg));
     }
     if !cache.wants_fill() {
-        return descend_to(p, desc, key, None, None, touched).map(|(_, page)| (page, true));
+        let (pg, page) = descend_to(p, desc, key, None, None, touched)?;
+        return Ok(Located::Descended(pg, page));
     }
     let mut f = cache.take_fences();
     let (pg, page) = descend_to(p, desc, key, None, Some(&mut f), touched)?;
     cache.insert(desc.id, pg, f);
-    Ok((page, true))
+    Ok(Located::Descended(pg, page))
 }
 
 /// Where a found value lives: its leaf page and the entry index.
