@@ -300,6 +300,50 @@ fn overflow_values_are_read_as_one_run_when_laid_out_in_the_file() {
     env.close().unwrap();
 }
 
+/// An overflow value that fits on one page is returned as a view of that page, as an inline value
+/// is (two handles to it share the bytes), from the page table before a flush and from the map
+/// after it; it stays valid after its transaction ends and the key is overwritten. A longer value
+/// is a copy (each handle its own bytes).
+#[test]
+fn one_page_overflow_values_are_read_without_a_copy() {
+    let dir = TestDb::dir("overflow_view");
+    let env = Env::open(&dir, test_opts().flusher(FlusherMode::Manual)).unwrap();
+    let cap = 4096 - 48;
+    let sizes: [(&[u8], usize); 4] = [(b"inline", 100), (b"one", 2000), (b"full", cap), (b"two", cap + 1)];
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for (i, (k, len)) in sizes.iter().enumerate() {
+        tx.put(&t, k, patterned(*len, i as u8)).unwrap();
+    }
+    tx.commit().unwrap();
+    let shared = |r: &jackdaw::ReadTxn, k: &[u8], len: usize, salt: u8| {
+        let a = r.get(&t, k).unwrap().unwrap();
+        let b = r.get(&t, k).unwrap().unwrap();
+        assert!(a.as_ref() == &patterned(len, salt)[..], "value {} differs", String::from_utf8_lossy(k));
+        assert!(b.as_ref() == a.as_ref());
+        a.as_ptr() == b.as_ptr()
+    };
+    for round in ["page table", "mapped"] {
+        let r = env.read().unwrap();
+        for (i, (k, len)) in sizes.iter().enumerate() {
+            assert_eq!(shared(&r, k, *len, i as u8), *len <= cap, "{round}: {}", String::from_utf8_lossy(k));
+        }
+        env.flush().unwrap();
+    }
+    // A view outlives its transaction and an overwrite of its key (it holds its snapshot).
+    let r = env.read().unwrap();
+    let v = r.get(&t, b"one").unwrap().unwrap();
+    drop(r);
+    let mut tx = env.write().unwrap();
+    tx.put(&t, b"one", patterned(2000, 77)).unwrap();
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    assert!(v.as_ref() == &patterned(2000, 1)[..]);
+    drop(v);
+    assert!(env.read().unwrap().get(&t, b"one").unwrap().unwrap().as_ref() == &patterned(2000, 77)[..]);
+    env.close().unwrap();
+}
+
 /// A transaction bigger than `max_dirty_pages` spills the pages it appended to the data file and
 /// reads back (and writes again) those it changes after: sequential and random bulk loads, an
 /// aborted one, and spilling turned off all leave exactly the model, also after reopen.

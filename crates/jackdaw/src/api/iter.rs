@@ -28,6 +28,13 @@ pub trait Source: sealed::Sealed + Clone {
 pub trait PageReadDyn {
     fn page_dyn(&self, pgno: u64) -> Result<PageRef<'_>>;
     fn page_size_dyn(&self) -> usize;
+    fn read_run_dyn(
+        &self,
+        pages: (u64, usize),
+        split: (usize, usize),
+        out: &mut Vec<u8>,
+        laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool>;
 }
 
 impl<T: PageRead> PageReadDyn for T {
@@ -37,6 +44,15 @@ impl<T: PageRead> PageReadDyn for T {
     fn page_size_dyn(&self) -> usize {
         self.page_size()
     }
+    fn read_run_dyn(
+        &self,
+        pages: (u64, usize),
+        split: (usize, usize),
+        out: &mut Vec<u8>,
+        laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        self.read_run(pages, split, out, laid_out)
+    }
 }
 
 impl PageRead for dyn PageReadDyn + '_ {
@@ -45,6 +61,15 @@ impl PageRead for dyn PageReadDyn + '_ {
     }
     fn page_size(&self) -> usize {
         self.page_size_dyn()
+    }
+    fn read_run(
+        &self,
+        pages: (u64, usize),
+        split: (usize, usize),
+        out: &mut Vec<u8>,
+        laid_out: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        self.read_run_dyn(pages, split, out, laid_out)
     }
 }
 
@@ -98,11 +123,30 @@ fn entry<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<Item<S>> {
     }
     let v = if flags == FLAG_OVERFLOW {
         let (len, first) = overflow::decode_ref(v)?;
-        Bytes::owned(overflow::read(p, first, len)?)
+        overflow_bytes(src, first, len)?
     } else {
         src.bytes(&page, c.leaf(), vstart, v.len())
     };
     Ok(Item::Pair(k, v))
+}
+
+/// An overflow value of `len` bytes from page `first`. A value that fits on one page is a view
+/// of that page, like an inline value (no copy: values of ~1–4 KiB, above the inline limit, are
+/// common); a longer one is copied out of its chain.
+pub(crate) fn overflow_bytes<S: Source>(src: &S, first: u64, len: u64) -> Result<Bytes> {
+    let p = src.pages();
+    if overflow::pages_for(len, p.page_size()) != 1 {
+        return Ok(Bytes::owned(overflow::read(p, first, len)?));
+    }
+    let page = p.page(first)?;
+    let (next, on_page) = overflow::link(&page, first)?;
+    if next != 0 || on_page as u64 != len {
+        return Err(crate::Error::corrupted(
+            Some(first),
+            format!("one-page overflow value holds {on_page} bytes (next {next}), the leaf says {len}"),
+        ));
+    }
+    Ok(src.bytes(&page, first, overflow::DATA_AT, on_page))
 }
 
 /// The values of one key of a multi-value tree, in order (double-ended, seekable).

@@ -70,8 +70,9 @@ impl From<&crate::tree::TreeDesc> for TreeStats {
 }
 
 /// Bytes returned by the engine: a key or a value. Zero-copy from the snapshot where possible
-/// (inline values in mapped or in-memory pages); owned for overflow values and for reads inside
-/// a write transaction. Holds what it points into alive, so it can outlive the transaction.
+/// (inline values, and overflow values that fit on one page, in mapped or in-memory pages);
+/// owned for longer overflow values and for reads inside a write transaction. Holds what it
+/// points into alive, so it can outlive the transaction.
 #[derive(Clone)]
 pub struct Bytes(Repr);
 

@@ -189,7 +189,8 @@ impl ReadTxn {
         Ok(TreeStats::from(&self.desc(tree)?))
     }
 
-    /// The value of `key`, if present (zero-copy for inline values).
+    /// The value of `key`, if present (zero-copy for inline values and for overflow values that
+    /// fit on one page).
     pub fn get(&self, tree: &Tree, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let desc = self.plain(tree)?;
         let key = key.as_ref();
@@ -199,11 +200,11 @@ impl ReadTxn {
             return Ok(None);
         };
         let (flags, v, start) = f.value()?;
+        let src = SnapSource(self.snap.clone());
         if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
-            return Ok(Some(Bytes::owned(overflow::read(&*self.snap, first, len)?)));
+            return Ok(Some(super::iter::overflow_bytes(&src, first, len)?));
         }
-        let src = SnapSource(self.snap.clone());
         let pgno = crate::data::page::page_no(&f.page);
         Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
     }
