@@ -18,6 +18,15 @@ use crate::{Error, Result};
 /// Read access to pages.
 pub(crate) trait PageRead {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>>;
+    /// `page`, with every cache line of the page starting to load (a leaf about to be searched
+    /// or copied: its misses overlap instead of following one another). A page held in memory
+    /// is hinted before its reference count is taken (`PageTable::get_whole`).
+    #[inline]
+    fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
+        let p = self.page(pgno)?;
+        crate::data::page::prefetch_all(&p);
+        Ok(p)
+    }
     fn page_size(&self) -> usize;
     /// Pages `[first, first + count)` read in one go, when this reader can (`Snapshot::read_run`):
     /// each page's first `head` bytes to `laid_out`, the rest (`tail` of the last) appended to
@@ -56,6 +65,10 @@ impl PageRead for Snapshot {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
         Snapshot::page(self, crate::PageNo::new(pgno))
     }
+    #[inline]
+    fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
+        Snapshot::page_whole(self, crate::PageNo::new(pgno))
+    }
     fn page_size(&self) -> usize {
         self.core.page_size()
     }
@@ -74,6 +87,10 @@ impl PageRead for PageTxn {
     #[inline]
     fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
         PageTxn::page(self, pgno)
+    }
+    #[inline]
+    fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
+        PageTxn::page_whole(self, pgno)
     }
     fn page_size(&self) -> usize {
         PageTxn::page_size(self)

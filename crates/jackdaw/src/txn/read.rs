@@ -54,6 +54,21 @@ impl View {
         Ok(PageRef::Borrowed(self.map.page(pgno.get())?))
     }
 
+    /// `page`, for a page the caller reads whole: every line of it starts loading
+    /// (`PageRead::page_whole`).
+    #[inline]
+    pub(crate) fn page_whole<'a>(&'a self, core: &Core, pgno: PageNo) -> Result<PageRef<'a>> {
+        if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
+            return Err(self.outside(pgno));
+        }
+        if let Some(b) = core.table.get_whole(pgno, self.txid) {
+            return Ok(PageRef::Held(b));
+        }
+        let p = self.map.page(pgno.get())?;
+        crate::data::page::prefetch_all(p);
+        Ok(PageRef::Borrowed(p))
+    }
+
     /// The error for a page number outside the snapshot (out of line: every page read checks).
     #[cold]
     fn outside(&self, pgno: PageNo) -> Error {
@@ -172,5 +187,9 @@ impl Snapshot {
     #[inline]
     pub(crate) fn page(&self, pgno: PageNo) -> Result<PageRef<'_>> {
         self.view.page(&self.core, pgno)
+    }
+
+    pub(crate) fn page_whole(&self, pgno: PageNo) -> Result<PageRef<'_>> {
+        self.view.page_whole(&self.core, pgno)
     }
 }

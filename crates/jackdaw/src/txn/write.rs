@@ -176,6 +176,20 @@ impl PageTxn {
         self.base.page(&self.core, PageNo::new(pgno))
     }
 
+    /// `page`, with every line of the page starting to load (`PageRead::page_whole`).
+    pub(crate) fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
+        if let Some(d) = self.dirty.get(&pgno) {
+            crate::data::page::prefetch_all(&d.buf);
+            return Ok(PageRef::Borrowed(&d.buf));
+        }
+        if pgno >= self.base.next_page.get() {
+            let p = self.page(pgno)?;
+            crate::data::page::prefetch_all(&p);
+            return Ok(p);
+        }
+        self.base.page_whole(&self.core, PageNo::new(pgno))
+    }
+
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
     /// header, which commit stamps; callers own the rest. Commit diffs the whole page against its
     /// base (see `modify` for a change that says what it wrote).
