@@ -188,3 +188,36 @@ fn the_cli_searches_and_prints_stats() {
     let out = Command::new(exe).args(["stats"]).arg(dir.path().join("none")).output().unwrap();
     assert!(!out.status.success());
 }
+
+/// `freedb bench` at a small size: every engine returns the same albums for the same queries,
+/// right after the import and after a reopen (the bench fails otherwise), and the JSON holds both
+/// passes with the same albums returned per kind.
+#[test]
+fn the_bench_runs_every_engine_both_passes() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let exe = env!("CARGO_BIN_EXE_freedb");
+    let out = Command::new(exe)
+        .args(["bench", "--albums", "400", "--queries", "40", "--batch", "100", "--engines", "jackdaw,sqlite,lmdb"])
+        .arg("--dir")
+        .arg(dir.path().join("b"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let engines = v["engines"].as_array().unwrap();
+    assert_eq!(engines.len(), 3);
+    let returned = |e: &serde_json::Value, pass: &str| -> Vec<u64> {
+        e[pass].as_array().unwrap().iter().map(|q| q[3].as_u64().unwrap()).collect()
+    };
+    let first = returned(&engines[0], "queries");
+    assert_eq!(first.len(), 3, "three query kinds");
+    assert!(first.iter().all(|n| *n > 0), "{first:?}");
+    for e in engines {
+        assert_eq!(returned(e, "queries"), first, "{}", e["engine"]);
+        assert_eq!(returned(e, "queries_reopened"), first, "{}", e["engine"]);
+    }
+}
