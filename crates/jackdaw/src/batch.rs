@@ -270,6 +270,12 @@ impl MergerThreads {
         BatchHandle { rx, core: None }
     }
 
+    /// Whether nothing is queued and no merged transaction is being committed.
+    pub(crate) fn idle(&self) -> bool {
+        let q = self.merger.queue.lock();
+        q.items.is_empty() && q.in_flight == 0 && !q.stop
+    }
+
     /// Commit what is queued, then stop both threads.
     pub(crate) fn stop(self) {
         self.merger.queue.lock().stop = true;
@@ -402,6 +408,22 @@ fn fail_all(m: &Merger, e: &Error) {
     for p in items {
         let _ = p.done.send(Err(e.clone()));
     }
+}
+
+/// Commit `batch` on the calling thread in a write transaction of its own, as the merger would
+/// alone (validated first, so a bad batch changes nothing), when the writer is free: `Err(batch)`
+/// back when it is not (another writer, or the transaction could not begin), for the queue.
+/// `Env::write_batch` takes this path when the merger is idle and commits are not `Sync`: one
+/// caller's batches then cost no hand-over between threads (three wake-ups a batch, ~150 us on
+/// a 2-core VM: 5.8 k single-record batches/s in `Buffered` against 43.8 k write
+/// transactions/s). `Sync` commits keep the queue, where concurrent callers share one sync.
+pub(crate) fn commit_here(core: &Arc<Core>, batch: WriteBatch) -> std::result::Result<Result<()>, WriteBatch> {
+    let Ok(mut tx) = WriteTxn::begin(core, false) else {
+        return Err(batch);
+    };
+    Ok(validate(&mut tx, core.db_id(), &batch)
+        .and_then(|()| apply(&mut tx, batch))
+        .and_then(|()| tx.commit().map(|_| ())))
 }
 
 /// Everything that could make a batch fail halfway, checked before any of it is applied.

@@ -133,6 +133,18 @@ impl Env {
     /// environment's durability. A thread holding a `WriteTxn` gets `Error::Busy` (it would wait
     /// for itself).
     pub fn write_batch(&self, batch: WriteBatch) -> Result<()> {
+        let core = self.core();
+        if core.opts().durability != crate::Durability::Sync
+            && !core.is_closed()
+            && !core.opts().read_only
+            && crate::txn::write::refuse_if_held(core).is_ok()
+            && self.handle.merger.lock().as_ref().is_none_or(|m| m.idle())
+        {
+            match crate::batch::commit_here(core, batch) {
+                Ok(r) => return r,
+                Err(batch) => return self.write_batch_async(batch).wait(),
+            }
+        }
         self.write_batch_async(batch).wait()
     }
 

@@ -1,0 +1,67 @@
+//! `Env::write_batch` commits on the calling thread when the merger is idle and commits are not
+//! `Sync` (no hand-over between threads), and keeps every rule of a merged batch. Its own test
+//! binary: it counts the process's threads, which other tests running beside it would change.
+mod common;
+use common::*;
+use jackdaw::{Durability, Env, Error, WriteBatch};
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn batches_commit_on_the_calling_thread_unless_sync() {
+    let dir = TestDb::dir("batch_direct");
+    let env = Env::open(&dir, test_opts().durability(Durability::Buffered)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    let m = tx.create_multi_tree("m").unwrap();
+    tx.commit().unwrap();
+    let before = threads();
+    let commits = env.stats().commits;
+    for i in 0..100u32 {
+        let mut b = WriteBatch::new();
+        b.put(&t, i.to_be_bytes(), b"v");
+        b.multi_put(&m, b"k", i.to_be_bytes());
+        env.write_batch(b).unwrap();
+    }
+    assert_eq!(env.stats().commits - commits, 100, "one commit a batch");
+    if before > 0 {
+        assert_eq!(threads(), before, "no merger thread started for one caller's Buffered batches");
+    }
+    // A bad batch fails alone and changes nothing, as in the merger.
+    let mut too_big = WriteBatch::new();
+    too_big.put(&t, b"c", b"3");
+    too_big.put(&t, vec![0u8; 5000], b"y");
+    assert!(matches!(env.write_batch(too_big), Err(Error::KeyTooLarge { .. })));
+    let mut wrong = WriteBatch::new();
+    wrong.put(&t, b"d", b"4");
+    wrong.multi_put(&t, b"k", b"v");
+    assert!(matches!(env.write_batch(wrong), Err(Error::WrongTreeKind(_))));
+    // A thread holding the write transaction still gets Busy.
+    let tx = env.write().unwrap();
+    let mut b = WriteBatch::new();
+    b.put(&t, b"z", b"z");
+    assert!(matches!(env.write_batch(b), Err(Error::Busy(_))));
+    drop(tx);
+    let r = env.read().unwrap();
+    assert_eq!(r.tree_stats(&t).unwrap().entries, 100);
+    assert!(r.get(&t, b"c").unwrap().is_none() && r.get(&t, b"d").unwrap().is_none());
+    assert_eq!(r.multi_count(&m, b"k").unwrap(), 100);
+    drop(r);
+    env.close().unwrap();
+    drop(env);
+
+    // Sync: batches go through the merger (its threads start), where callers share syncs.
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let before = threads();
+    let t = env.read().unwrap().open_tree("t").unwrap().unwrap();
+    let mut b = WriteBatch::new();
+    b.put(&t, b"s", b"1");
+    env.write_batch(b).unwrap();
+    if before > 0 {
+        assert!(threads() > before, "the merger's threads run Sync batches");
+    }
+    assert!(env.read().unwrap().get(&t, b"s").unwrap().is_some());
+    env.close().unwrap();
+}
