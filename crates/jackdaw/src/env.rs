@@ -131,7 +131,10 @@ impl Env {
 
     /// Submit a batch to the transaction merger and wait until it is committed with the
     /// environment's durability. A thread holding a `WriteTxn` gets `Error::Busy` (it would wait
-    /// for itself).
+    /// for itself). When the durability is not `Sync` and the merger has nothing queued or in
+    /// flight, the batch is committed on the calling thread instead (same rules, no hand-over
+    /// between threads); `Sync` batches always go through the merger, which shares one sync among
+    /// the batches of concurrent callers.
     pub fn write_batch(&self, batch: WriteBatch) -> Result<()> {
         let core = self.core();
         if core.opts().durability != crate::Durability::Sync
