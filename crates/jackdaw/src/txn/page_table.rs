@@ -113,18 +113,13 @@ impl PageTable {
         self.lookup(pgno, txid, false)
     }
 
-    /// `get`, for a page the caller reads whole (a leaf it searches): every line of the version
-    /// starts loading before its reference count is taken. That count is a locked add on the
-    /// page's first line, usually a cache miss, and no load after it issues until the line
+    /// `get`; with `whole` (a page the caller reads whole: a leaf it searches), every line of the
+    /// version starts loading before its reference count is taken. That count is a locked add on
+    /// the page's first line, usually a cache miss, and no load after it issues until the line
     /// arrives; hinted after it, the page's other lines missed one more time in a row
-    /// (`examples/rndread … hot`: ~10% a get).
-    #[inline]
-    pub(crate) fn get_whole(&self, pgno: PageNo, txid: TxId) -> Option<PageBuf> {
-        self.lookup(pgno, txid, true)
-    }
-
+    /// (`examples/rndread … hot`: ~15% a get).
     #[inline(always)]
-    fn lookup(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
+    pub(crate) fn lookup(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
         if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
             return None;
         }

@@ -45,27 +45,28 @@ pub(crate) struct View {
 impl View {
     #[inline]
     pub(crate) fn page<'a>(&'a self, core: &Core, pgno: PageNo) -> Result<PageRef<'a>> {
-        if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
-            return Err(self.outside(pgno));
-        }
-        if let Some(b) = core.table.get(pgno, self.txid) {
-            return Ok(PageRef::Held(b));
-        }
-        Ok(PageRef::Borrowed(self.map.page(pgno.get())?))
+        self.page_hinted(core, pgno, false)
     }
 
     /// `page`, for a page the caller reads whole: every line of it starts loading
     /// (`PageRead::page_whole`).
     #[inline]
     pub(crate) fn page_whole<'a>(&'a self, core: &Core, pgno: PageNo) -> Result<PageRef<'a>> {
+        self.page_hinted(core, pgno, true)
+    }
+
+    #[inline(always)]
+    fn page_hinted<'a>(&'a self, core: &Core, pgno: PageNo, whole: bool) -> Result<PageRef<'a>> {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
             return Err(self.outside(pgno));
         }
-        if let Some(b) = core.table.get_whole(pgno, self.txid) {
+        if let Some(b) = core.table.lookup(pgno, self.txid, whole) {
             return Ok(PageRef::Held(b));
         }
         let p = self.map.page(pgno.get())?;
-        crate::data::page::prefetch_all(p);
+        if whole {
+            crate::data::page::prefetch_all(p);
+        }
         Ok(PageRef::Borrowed(p))
     }
 
