@@ -163,31 +163,33 @@ impl PageTxn {
 
     /// Page `pgno` as this transaction sees it (its own changes included).
     pub(crate) fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
-        if let Some(d) = self.dirty.get(&pgno) {
-            return Ok(PageRef::Borrowed(&d.buf));
-        }
-        if pgno >= self.base.next_page.get() {
-            if let Some(m) = &self.streamed_map {
-                if self.streamed.contains_key(&pgno) {
-                    return Ok(PageRef::Borrowed(m.raw(pgno)?));
-                }
-            }
-        }
-        self.base.page(&self.core, PageNo::new(pgno))
+        self.page_hinted(pgno, false)
     }
 
     /// `page`, with every line of the page starting to load (`PageRead::page_whole`).
     pub(crate) fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
-        if let Some(d) = self.dirty.get(&pgno) {
-            crate::data::page::prefetch_all(&d.buf);
-            return Ok(PageRef::Borrowed(&d.buf));
+        self.page_hinted(pgno, true)
+    }
+
+    #[inline(always)]
+    fn page_hinted(&self, pgno: u64, whole: bool) -> Result<PageRef<'_>> {
+        let own = match self.dirty.get(&pgno) {
+            Some(d) => Some(&d.buf[..]),
+            None if pgno >= self.base.next_page.get() && self.streamed.contains_key(&pgno) => {
+                self.streamed_map.as_ref().map(|m| m.raw(pgno)).transpose()?
+            }
+            None => None,
+        };
+        match own {
+            Some(p) => {
+                if whole {
+                    crate::data::page::prefetch_all(p);
+                }
+                Ok(PageRef::Borrowed(p))
+            }
+            None if whole => self.base.page_whole(&self.core, PageNo::new(pgno)),
+            None => self.base.page(&self.core, PageNo::new(pgno)),
         }
-        if pgno >= self.base.next_page.get() {
-            let p = self.page(pgno)?;
-            crate::data::page::prefetch_all(&p);
-            return Ok(p);
-        }
-        self.base.page_whole(&self.core, PageNo::new(pgno))
     }
 
     /// A writable copy of page `pgno` (copied on first use). The first 32 bytes are the page
