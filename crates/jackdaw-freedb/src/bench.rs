@@ -73,6 +73,9 @@ pub struct BenchArgs {
     /// Rounds (every engine once a round, the order rotated); figures are medians.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
+    /// LMDB's map size, GiB (address space reserved, not disk; lower it to run under valgrind).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub lmdb_map_gib: u64,
 }
 
 /// One album ready to write: id, record, index keys (index position in the set, key).
@@ -328,10 +331,10 @@ struct Lmdb {
 }
 
 impl Lmdb {
-    fn open(dir: &Path, set: &[Index]) -> Result<Lmdb> {
+    fn open(dir: &Path, set: &[Index], map_gib: u64) -> Result<Lmdb> {
         std::fs::create_dir_all(dir)?;
         let mut o = heed::EnvOpenOptions::new();
-        o.map_size(64 << 30).max_dbs(16);
+        o.map_size((map_gib << 30) as usize).max_dbs(16);
         // SAFETY: default flags (durable commits); the directory is this benchmark's alone and
         // no other process maps it.
         let env = unsafe { o.open(dir) }.with_context(|| format!("lmdb: open {}", dir.display()))?;
@@ -455,12 +458,12 @@ fn median_result(mut rs: Vec<EngineResult>) -> EngineResult {
     out
 }
 
-fn open_store(name: &str, dir: &Path, set: &[Index]) -> Result<Box<dyn Store>> {
+fn open_store(name: &str, dir: &Path, set: &[Index], lmdb_map_gib: u64) -> Result<Box<dyn Store>> {
     Ok(match name {
         "jackdaw" => Box::new(Jackdaw::open(dir, set, false)?),
         "jackdaw-txn" => Box::new(Jackdaw::open(dir, set, true)?),
         "sqlite" => Box::new(Sqlite::open(dir, set)?),
-        "lmdb" => Box::new(Lmdb::open(dir, set)?),
+        "lmdb" => Box::new(Lmdb::open(dir, set, lmdb_map_gib)?),
         other => bail!("unknown engine {other:?}: jackdaw, jackdaw-txn, sqlite or lmdb"),
     })
 }
@@ -504,7 +507,7 @@ fn run_engine(
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::create_dir_all(&dir)?;
-    let mut store = open_store(name, &dir, set)?;
+    let mut store = open_store(name, &dir, set, a.lmdb_map_gib)?;
     // Each batch's index entries sorted by (index, key, id), as the import writes them.
     let sorted: Vec<Vec<(usize, String, u64)>> = prepared
         .chunks(a.batch)
@@ -529,7 +532,7 @@ fn run_engine(
     // As `freedb search` finds it: the database closed after the import and opened by a new
     // reader (for Jackdaw: every page in the data file, none held in memory since a commit).
     drop(store);
-    let mut store = open_store(name, &dir, set)?;
+    let mut store = open_store(name, &dir, set, a.lmdb_map_gib)?;
     let mut again = Vec::new();
     let queries_reopened = run_queries(&mut *store, queries, a.limit, &mut again)?;
     if again != all_ids {

@@ -59,17 +59,42 @@ fn a_get_served_by_the_leaf_cache_touches_one_page() {
     r.get(&t, b"00050000").unwrap().unwrap();
     let before = r.pages_touched();
     assert!(before >= 3, "a cold get descends from the root ({before})");
-    // A neighbour in the same leaf: served by the cache.
+    let depth = r.tree_stats(&t).unwrap().depth as u64;
+    // A neighbour in the same leaf: a second descent to that leaf shows locality and fills a
+    // cache slot; the third get in the leaf is served by the cache.
     r.get(&t, b"00050001").unwrap().unwrap();
-    assert_eq!(r.pages_touched() - before, 1);
+    assert_eq!(r.pages_touched() - before, depth);
+    let b1 = r.pages_touched();
+    r.get(&t, b"00050002").unwrap().unwrap();
+    assert_eq!(r.pages_touched() - b1, 1);
     // Far away: a full descent again.
     let b2 = r.pages_touched();
     r.get(&t, b"00000007").unwrap().unwrap();
     assert!(r.pages_touched() - b2 >= 3);
+    // Random gets (each descent to another leaf, after a miss) fill no slot: the neighbour of
+    // the last one descends again; the one after it, in the same leaf once more, is cached.
+    r.get(&t, b"00070000").unwrap().unwrap();
+    r.get(&t, b"00030000").unwrap().unwrap();
+    let b4 = r.pages_touched();
+    r.get(&t, b"00030001").unwrap().unwrap();
+    assert_eq!(r.pages_touched() - b4, depth, "a random get filled a cache slot");
+    let b5 = r.pages_touched();
+    r.get(&t, b"00030002").unwrap().unwrap();
+    assert_eq!(r.pages_touched() - b5, 1);
+    // After a hit, the next miss fills: gets in key order across a leaf boundary keep hitting.
+    let mut descents = 0;
+    for i in 30_003..31_000u32 {
+        let b = r.pages_touched();
+        r.get(&t, format!("{i:08}")).unwrap().unwrap();
+        descents += u64::from(r.pages_touched() - b > 1);
+    }
+    // One descent per leaf entered (not two: the miss after a hit fills).
+    let st = r.tree_stats(&t).unwrap();
+    let leaves = 1_000 / (st.entries / st.leaf_pages) + 2;
+    assert!(descents <= leaves, "{descents} descents for gets in key order over ~{leaves} leaves");
     // A descent reads each page of its path once: the leaf it ends on is searched as read, not
     // looked up again. (A fresh transaction: its first descent fills no cache slot, so the
     // second one, far from the first, descends again.)
-    let depth = r.tree_stats(&t).unwrap().depth as u64;
     let r2 = env.read().unwrap();
     r2.get(&t, b"00000007").unwrap().unwrap();
     let b3 = r2.pages_touched();

@@ -29,15 +29,12 @@ pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
     Ok(())
 }
 
-/// The descriptor stored under `name`.
-pub(crate) fn lookup<P: PageRead + ?Sized>(
-    p: &P,
-    root: &TreeDesc,
-    cache: &mut LeafCache,
-    name: &str,
-    touched: &mut u64,
-) -> Result<Option<TreeDesc>> {
-    match btree::get(p, root, cache, name.as_bytes(), touched)? {
+/// The descriptor stored under `name`. Through a cache of its own, not the transaction's: a
+/// catalog is a page or a few, looked up once per tree a transaction uses, and its descent
+/// would otherwise count as the transaction's first (`LeafCache`'s locality rule) and take a
+/// slot from the leaves of the data.
+pub(crate) fn lookup<P: PageRead + ?Sized>(p: &P, root: &TreeDesc, name: &str, touched: &mut u64) -> Result<Option<TreeDesc>> {
+    match btree::get(p, root, &mut LeafCache::new(1), name.as_bytes(), touched)? {
         Some(f) => {
             let (_, v, _) = f.value()?;
             Ok(Some(TreeDesc::decode(v)?))
@@ -67,12 +64,11 @@ pub(crate) fn list<P: PageRead + ?Sized>(p: &P, root: &TreeDesc) -> Result<Vec<(
 pub(crate) fn resolve<P: PageRead + ?Sized>(
     p: &P,
     root: &TreeDesc,
-    cache: &mut LeafCache,
     tree: &Tree,
     db_id: u64,
     touched: &mut u64,
 ) -> Result<TreeDesc> {
-    Ok(resolve_named(p, root, cache, tree, db_id, touched)?.1)
+    Ok(resolve_named(p, root, tree, db_id, touched)?.1)
 }
 
 /// `resolve`, with the tree's current name: the handle's, unless the tree was renamed (then
@@ -81,7 +77,6 @@ pub(crate) fn resolve<P: PageRead + ?Sized>(
 pub(crate) fn resolve_named<'t, P: PageRead + ?Sized>(
     p: &P,
     root: &TreeDesc,
-    cache: &mut LeafCache,
     tree: &'t Tree,
     db_id: u64,
     touched: &mut u64,
@@ -89,7 +84,7 @@ pub(crate) fn resolve_named<'t, P: PageRead + ?Sized>(
     if tree.db_id != db_id {
         return Err(Error::Invalid("tree handle of another environment".into()));
     }
-    if let Some(d) = lookup(p, root, cache, &tree.name, touched)? {
+    if let Some(d) = lookup(p, root, &tree.name, touched)? {
         if d.id == tree.id {
             return Ok((std::borrow::Cow::Borrowed(&*tree.name), d));
         }

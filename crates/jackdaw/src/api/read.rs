@@ -145,7 +145,7 @@ impl ReadTxn {
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let d = catalog::resolve(&*self.snap, &root, &mut st.cache, tree, self.snap.core.db_id(), &mut st.touched)?;
+        let d = catalog::resolve(&*self.snap, &root, tree, self.snap.core.db_id(), &mut st.touched)?;
         st.trees.push((tree.id, d));
         st.last = Some((tree.id, d));
         // Share it with the transactions that begin at this state after this one.
@@ -175,7 +175,7 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let _ = ROOT_ID;
-        Ok(catalog::lookup(&*self.snap, &root, &mut st.cache, name, &mut st.touched)?
+        Ok(catalog::lookup(&*self.snap, &root, name, &mut st.touched)?
             .map(|d| catalog::handle(name, &d, self.db_id())))
     }
 

@@ -71,7 +71,7 @@ impl WriteTxn {
             next_tree_id,
             meta_dirty: false,
             trees: RefCell::new(PgnoMap::default()),
-            cache: RefCell::new(LeafCache::new(2)),
+            cache: RefCell::new(LeafCache::filling_first(2)),
             touched: Cell::new(0),
             core: core.clone(),
             broken: None,
@@ -154,8 +154,7 @@ impl WriteTxn {
             return Ok(st.desc);
         }
         let mut touched = self.touched.get();
-        let r =
-            catalog::resolve_named(&self.raw, &self.root, &mut self.cache.borrow_mut(), tree, self.db_id, &mut touched);
+        let r = catalog::resolve_named(&self.raw, &self.root, tree, self.db_id, &mut touched);
         self.touched.set(touched);
         let (name, desc) = r?;
         let name = name.into_owned();
@@ -220,7 +219,7 @@ impl WriteTxn {
 
     /// The tree named `name`, if it exists.
     pub fn open_tree(&self, name: &str) -> Result<Option<Tree>> {
-        let found = self.with_cache(|cache, touched| catalog::lookup(&self.raw, &self.root, cache, name, touched))?;
+        let found = self.with_cache(|_, touched| catalog::lookup(&self.raw, &self.root, name, touched))?;
         Ok(found.map(|d| {
             let d = self.trees.borrow().get(&d.id).map_or(d, |s| s.desc);
             catalog::handle(name, &d, self.db_id)

@@ -16,7 +16,9 @@ use crate::{Error, Result};
 /// Branch pages from the root down to a leaf: (page, child index taken).
 pub(crate) type Path = Vec<(u64, usize)>;
 
-/// The key range a leaf covers, from the separators above it.
+/// A key range inside the one a leaf covers: from its parent's separators where the parent has
+/// them (low inclusive, high exclusive), else from the leaf's own first and last keys (both
+/// inclusive: narrower than the true range, never wider), unbounded at the tree's edges.
 #[derive(Default, Clone)]
 pub(crate) struct Fences {
     /// Fence keys are held inline up to 32 bytes: filling a cache slot for short keys does not
@@ -25,20 +27,27 @@ pub(crate) struct Fences {
     pub low_inf: bool,
     pub high: smallvec::SmallVec<[u8; 32]>,
     pub high_inf: bool,
+    /// Whether `high` is a key of the leaf (inclusive) rather than a separator (exclusive).
+    pub high_incl: bool,
 }
 
 impl Fences {
     fn reset(&mut self) {
         self.low.clear();
         self.high.clear();
-        self.low_inf = true;
-        self.high_inf = true;
+        self.low_inf = false;
+        self.high_inf = false;
+        self.high_incl = false;
     }
     #[inline]
     fn contains(&self, key: &[u8]) -> bool {
         use std::cmp::Ordering::*;
         (self.low_inf || node::compare(&self.low, key) != Greater)
-            && (self.high_inf || node::compare(key, &self.high) == Less)
+            && (self.high_inf || match node::compare(key, &self.high) {
+                Less => true,
+                Equal => self.high_incl,
+                Greater => false,
+            })
     }
 }
 
@@ -50,26 +59,33 @@ struct CacheSlot {
 
 /// Recently found leaves with their key ranges: a lookup inside a cached range skips the descent.
 /// The most recent hit is tried first; after a long run of misses (random access) only that one
-/// is tried, with a full scan every 16th lookup, and only the descents of those 16th lookups
-/// record their leaf's fences and fill a slot, so the cache costs little where it cannot help
-/// (and a return to local access is noticed within 16 lookups). The first descent of a cache's
-/// life fills no slot: a cache helps only from its second lookup on, and a read transaction of
-/// one point read (YCSB's shape) then spends nothing on it (callgrind, `examples/rndread` with
-/// a read transaction per get: ~960 instructions of ~2,700 per transaction); a transaction of
-/// several lookups in one leaf pays one more descent.
+/// is tried, with a full scan every 16th lookup. A descent fills a slot only where the access
+/// shows locality: it ends on the leaf the previous descent ended on, or the lookup before it
+/// was a hit (a scan of gets moving on to the next leaf). Random lookups (a read transaction of
+/// a few point reads, YCSB's shape) then copy no fence keys at all (callgrind, `freedb bench`
+/// queries: ~400 instructions a get of ~2,800 went to fences no lookup used), and local access
+/// starts hitting from its third lookup in a leaf (one descent more than caching every leaf).
 pub(crate) struct LeafCache {
     slots: Vec<CacheSlot>,
     cap: usize,
     next: usize,
     mru: usize,
     misses: std::cell::Cell<u32>,
-    /// Whether a descent through this cache happened yet.
-    descended: bool,
+    /// The leaf the last descent through this cache ended on (0: none yet; `u64::MAX`: none
+    /// yet, but fill at the first descent).
+    last_leaf: std::cell::Cell<u64>,
 }
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache { slots: Vec::new(), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0), descended: false }
+        LeafCache { slots: Vec::new(), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0), last_leaf: std::cell::Cell::new(0) }
+    }
+    /// A cache whose first descent fills a slot: a write transaction's, whose first lookup is
+    /// usually followed by more in the same leaf (a read-modify-write of one key, a run of puts).
+    pub(crate) fn filling_first(cap: usize) -> LeafCache {
+        let c = LeafCache::new(cap);
+        c.last_leaf.set(u64::MAX);
+        c
     }
     #[inline]
     pub(crate) fn lookup(&self, tree: u64, key: &[u8]) -> Option<u64> {
@@ -89,15 +105,12 @@ impl LeafCache {
         self.misses.set(m.wrapping_add(1));
         None
     }
-    /// Whether the descent after the miss just reported by `lookup` should fill a slot (always,
-    /// except in a long run of misses, where only every 16th does: see the type's doc).
+    /// Whether the descent after the miss just reported by `lookup`, which leads to `leaf`,
+    /// should fill a slot (see the type's doc).
     #[inline]
-    fn wants_fill(&mut self) -> bool {
-        if !std::mem::replace(&mut self.descended, true) {
-            return false;
-        }
-        let m = self.misses.get().wrapping_sub(1);
-        m < 16 || m.is_multiple_of(16)
+    fn wants_fill(&self, leaf: u64) -> bool {
+        let prev = self.last_leaf.replace(leaf);
+        prev == leaf || (prev != 0 && self.misses.get() == 1)
     }
     /// Buffers for the next insertion (reused, so a warm cache does not allocate).
     fn take_fences(&mut self) -> Fences {
@@ -150,23 +163,32 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
     desc: &TreeDesc,
     key: &[u8],
     path: Option<&mut Path>,
-    fences: Option<&mut Fences>,
     touched: &mut u64,
 ) -> Result<u64> {
-    descend_to(p, desc, key, path, fences, touched).map(|(pgno, _)| pgno)
+    descend_to(p, desc, key, path, None, touched).map(|(pgno, _)| pgno)
 }
 
 /// `descend`, returning the leaf page as read (a get searches it without looking it up again).
+/// With a cache, the leaf fills a slot of it when the cache wants it (`LeafCache::wants_fill`,
+/// decided at the leaf's parent, which gives the fences).
 fn descend_to<'a, P: PageRead + ?Sized>(
     p: &'a P,
     desc: &TreeDesc,
     key: &[u8],
     mut path: Option<&mut Path>,
-    mut fences: Option<&mut Fences>,
+    mut cache: Option<&mut LeafCache>,
     touched: &mut u64,
 ) -> Result<(u64, PageRef<'a>)> {
     let mut pgno = desc.root;
     let mut level = desc.depth.checked_sub(1).ok_or_else(|| Error::corrupted(None, "descent into an empty tree"))?;
+    // Whether the path so far took the first (last) child at every level: the leaf's range is
+    // then unbounded below (above).
+    let (mut leftmost, mut rightmost) = (true, true);
+    // The fences being recorded for the cache, when it wants this leaf.
+    let mut fill = None;
+    if level == 0 {
+        fill = cache.as_deref_mut().filter(|c| c.wants_fill(pgno)).map(|c| c.take_fences());
+    }
     loop {
         // A leaf is searched (a chain of dependent misses across the page) or copied whole
         // (a write): start every line loading now, so the misses overlap (and its search needs
@@ -176,30 +198,74 @@ fn descend_to<'a, P: PageRead + ?Sized>(
         *touched += 1;
         check_kind(&page, pgno, level)?;
         if level == 0 {
+            if let (Some(c), Some(f)) = (cache, fill) {
+                fill_from_leaf(c, desc.id, pgno, &page, f, leftmost, rightmost)?;
+            }
             return Ok((pgno, page));
         }
         let n = Node::new(&page);
         // Every descent searches the root: its probes find their lines in the cache, and hints
         // would only cost instructions (~110 a get at depth 3).
         let ci = if pgno == desc.root { n.child_index_cached(key) } else { n.child_index(key) }?;
-        if let Some(f) = fences.as_deref_mut() {
-            if ci > 0 {
-                f.low.clear();
-                f.low.extend_from_slice(n.key(ci)?);
-                f.low_inf = false;
-            }
-            if ci + 1 < n.count() {
-                f.high.clear();
-                f.high.extend_from_slice(n.key(ci + 1)?);
-                f.high_inf = false;
+        let child = n.child(ci)?;
+        let last = ci + 1 == n.count();
+        if level == 1 {
+            if let Some(c) = cache.as_deref_mut().filter(|c| c.wants_fill(child)) {
+                let mut f = c.take_fences();
+                if ci > 0 {
+                    f.low.extend_from_slice(n.key(ci)?);
+                }
+                if !last {
+                    f.high.extend_from_slice(n.key(ci + 1)?);
+                }
+                fill = Some(f);
             }
         }
+        leftmost &= ci == 0;
+        rightmost &= last;
         if let Some(path) = path.as_deref_mut() {
             path.push((pgno, ci));
         }
-        pgno = n.child(ci)?;
+        pgno = child;
         level -= 1;
     }
+}
+
+/// Complete the fences of leaf `pgno` (`page`) and cache them. A bound its parent did not give
+/// (the leaf is its parent's first or last child) is unbounded at the tree's edge, else the
+/// leaf's own first or last key; a leaf without keys then fills nothing.
+fn fill_from_leaf(
+    c: &mut LeafCache,
+    tree: u64,
+    pgno: u64,
+    page: &[u8],
+    mut f: Fences,
+    leftmost: bool,
+    rightmost: bool,
+) -> Result<()> {
+    let n = Node::new(page);
+    let count = n.count();
+    if f.low.is_empty() {
+        if leftmost {
+            f.low_inf = true;
+        } else if count > 0 {
+            f.low.extend_from_slice(n.key(0)?);
+        } else {
+            return Ok(());
+        }
+    }
+    if f.high.is_empty() {
+        if rightmost {
+            f.high_inf = true;
+        } else if count > 0 {
+            f.high.extend_from_slice(n.key(count - 1)?);
+            f.high_incl = true;
+        } else {
+            return Ok(());
+        }
+    }
+    c.insert(tree, pgno, f);
+    Ok(())
 }
 
 /// Find the leaf for `key`, through the cache when it knows it.
@@ -251,13 +317,7 @@ fn locate<'a, P: PageRead + ?Sized>(
     if let Some(pg) = cache.lookup(desc.id, key) {
         return Ok(Located::Cached(pg));
     }
-    if !cache.wants_fill() {
-        let (pg, page) = descend_to(p, desc, key, None, None, touched)?;
-        return Ok(Located::Descended(pg, page));
-    }
-    let mut f = cache.take_fences();
-    let (pg, page) = descend_to(p, desc, key, None, Some(&mut f), touched)?;
-    cache.insert(desc.id, pg, f);
+    let (pg, page) = descend_to(p, desc, key, None, Some(cache), touched)?;
     Ok(Located::Descended(pg, page))
 }
 
@@ -411,7 +471,7 @@ fn split<W: PageWrite + ?Sized>(
 ) -> Result<()> {
     cache.clear_tree(desc.id);
     let mut path = Path::new();
-    let found = descend(w, desc, key, Some(&mut path), None, touched)?;
+    let found = descend(w, desc, key, Some(&mut path), touched)?;
     if found != leaf {
         return Err(Error::corrupted(Some(leaf), "leaf moved during insert"));
     }
@@ -566,7 +626,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
         return Ok(false);
     }
     let mut path = Path::new();
-    let leaf = descend(w, desc, key, Some(&mut path), None, touched)?;
+    let leaf = descend(w, desc, key, Some(&mut path), touched)?;
     let idx = match Node::new(&w.page(leaf)?).search(key)? {
         Ok(i) => i,
         Err(_) => return Ok(false),

@@ -35,7 +35,7 @@ impl Cursor {
     ) -> Result<(std::result::Result<usize, usize>, usize)> {
         self.path.clear();
         let mut t = 0;
-        self.leaf = descend(p, desc, k, Some(&mut self.path), None, &mut t)?;
+        self.leaf = descend(p, desc, k, Some(&mut self.path), &mut t)?;
         let page = p.page(self.leaf)?;
         let n = Node::new(&page);
         Ok((n.search(k)?, n.count()))
