@@ -171,7 +171,7 @@ pub(crate) fn descend<P: PageRead + ?Sized>(
 /// `descend`, returning the leaf page as read (a get searches it without looking it up again).
 /// With a cache, the leaf fills a slot of it when the cache wants it (`LeafCache::wants_fill`,
 /// decided at the leaf's parent, which gives the fences).
-fn descend_to<'a, P: PageRead + ?Sized>(
+pub(crate) fn descend_to<'a, P: PageRead + ?Sized>(
     p: &'a P,
     desc: &TreeDesc,
     key: &[u8],

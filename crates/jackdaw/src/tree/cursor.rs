@@ -1,6 +1,10 @@
 //! A position in a tree: the branch path and the leaf entry, moved one entry at a time.
+//!
+//! A cursor reads a state that does not change under it (a snapshot, or the write transaction
+//! borrowed shared while the cursor lives), so it keeps the entry count of its leaf: a step
+//! inside a leaf reads no page.
 
-use super::btree::{descend, Path};
+use super::btree::{descend_to, Path};
 use super::node::Node;
 use super::{PageRead, TreeDesc};
 use crate::Result;
@@ -11,6 +15,8 @@ pub(crate) struct Cursor {
     path: Path,
     leaf: u64,
     idx: usize,
+    /// Entries in `leaf`.
+    count: usize,
     valid: bool,
 }
 
@@ -35,10 +41,11 @@ impl Cursor {
     ) -> Result<(std::result::Result<usize, usize>, usize)> {
         self.path.clear();
         let mut t = 0;
-        self.leaf = descend(p, desc, k, Some(&mut self.path), &mut t)?;
-        let page = p.page(self.leaf)?;
+        let (leaf, page) = descend_to(p, desc, k, Some(&mut self.path), None, &mut t)?;
+        self.leaf = leaf;
         let n = Node::new(&page);
-        Ok((n.search(k)?, n.count()))
+        self.count = n.count();
+        Ok((n.search_loaded(k)?, self.count))
     }
 
     /// Position at the first entry >= (or >) `key`; invalid if none.
@@ -112,6 +119,7 @@ impl Cursor {
         }
         self.leaf = pg;
         let count = Node::new(&p.page(pg)?).count();
+        self.count = count;
         self.valid = true;
         if count == 0 {
             self.valid = false;
@@ -126,8 +134,7 @@ impl Cursor {
         if !self.valid {
             return Ok(());
         }
-        let count = Node::new(&p.page(self.leaf)?).count();
-        if self.idx + 1 < count {
+        if self.idx + 1 < self.count {
             self.idx += 1;
             return Ok(());
         }
@@ -157,7 +164,8 @@ impl Cursor {
                 }
                 self.leaf = child;
                 self.idx = 0;
-                if Node::new(&p.page(child)?).count() == 0 {
+                self.count = Node::new(&p.page(child)?).count();
+                if self.count == 0 {
                     return self.next_leaf(p);
                 }
                 return Ok(());
@@ -200,11 +208,11 @@ impl Cursor {
                     depth_down -= 1;
                 }
                 self.leaf = child;
-                let count = Node::new(&p.page(child)?).count();
-                if count == 0 {
+                self.count = Node::new(&p.page(child)?).count();
+                if self.count == 0 {
                     return self.prev_leaf(p);
                 }
-                self.idx = count - 1;
+                self.idx = self.count - 1;
                 return Ok(());
             }
             depth_down += 1;
