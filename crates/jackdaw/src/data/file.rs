@@ -340,6 +340,7 @@ impl DataFile {
         let _ = self.file.write_back(first * ps, n * ps);
     }
 
+
     pub(crate) fn sync(&self, site: SyncSite) -> Result<()> {
         self.file.sync_data(site).ctx("sync data file")
     }
@@ -403,6 +404,39 @@ impl DataFile {
             other => other,
         };
         Header::choose(a, b)
+    }
+}
+
+/// Pages written (in runs) since the last writeback hint, gathered into one hint: the span from
+/// the lowest to the highest page, once it holds `WRITE_BACK_BATCH` written pages (and what is
+/// left at `finish`). Pages never written in the span cost the hint nothing (it starts writeback
+/// of dirty pages only). Before, a flush of scattered pages (random updates: runs of one page)
+/// made one `sync_file_range` per page, ~50,000 calls in a YCSB A run of 100,000 operations.
+#[derive(Default)]
+pub(crate) struct WriteBack {
+    span: Option<(u64, u64)>,
+    pages: u64,
+}
+
+/// Written pages per writeback hint (4 MiB of 4 KiB pages).
+pub(crate) const WRITE_BACK_BATCH: u64 = 1024;
+
+impl WriteBack {
+    /// Pages `[first, first + n)` were written.
+    pub(crate) fn add(&mut self, data: &DataFile, first: u64, n: u64) {
+        let (lo, hi) = self.span.map_or((first, first + n), |(lo, hi)| (lo.min(first), hi.max(first + n)));
+        self.span = Some((lo, hi));
+        self.pages += n;
+        if self.pages >= WRITE_BACK_BATCH {
+            self.finish(data);
+        }
+    }
+    /// Hint what is gathered.
+    pub(crate) fn finish(&mut self, data: &DataFile) {
+        if let Some((lo, hi)) = self.span.take() {
+            data.write_back(lo, hi - lo);
+        }
+        self.pages = 0;
     }
 }
 

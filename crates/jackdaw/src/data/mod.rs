@@ -9,7 +9,7 @@ pub(crate) mod file;
 pub(crate) mod header;
 pub(crate) mod page;
 
-pub(crate) use file::{DataFile, MapState};
+pub(crate) use file::{DataFile, MapState, WriteBack};
 pub(crate) use header::Header;
 
 /// The data file's name in the database's folder.

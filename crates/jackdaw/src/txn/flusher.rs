@@ -96,6 +96,7 @@ fn pages_to_flush(core: &Core, target: TxId) -> Result<(Vec<PageNo>, PageNo, cra
 fn write_page_runs(core: &Core, pages: &[PageNo], target: TxId, kinds: &mut PagesByKind) -> Result<u64> {
     let mut bytes = 0u64;
     let mut i = 0;
+    let mut hint = crate::data::WriteBack::default();
     while i < pages.len() {
         let mut bufs = Vec::new();
         let mut j = i;
@@ -110,12 +111,14 @@ fn write_page_runs(core: &Core, pages: &[PageNo], target: TxId, kinds: &mut Page
         }
         let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
         core.data.write_pages(pages[i].get(), &slices)?;
-        // Start writing this run back now (after the previous one has gone), so that the final
-        // sync is short and journal writes never queue behind the whole flush.
-        core.data.write_back(pages[i].get(), (j - i) as u64);
+        // Start writing the pages back as the flush goes (after the previous span has gone),
+        // so that the final sync is short and journal writes never queue behind the whole
+        // flush: one hint per 1,024 pages written, not one per run.
+        hint.add(&core.data, pages[i].get(), (j - i) as u64);
         bytes += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         i = j;
     }
+    hint.finish(&core.data);
     Ok(bytes)
 }
 

@@ -358,12 +358,14 @@ impl PageTxn {
     }
 
     /// Write the dirty pages `pgnos` (sorted, sealed) to the data file, one `pwritev` per run of
-    /// up to 1,024 consecutive page numbers, and start their writeback at once (a hint: a spill's
+    /// up to 1,024 consecutive page numbers, and start their writeback as they go (one hint per
+    /// 1,024 pages, `WriteBack`; a hint: a spill's
     /// pages then reach the device while the transaction goes on, and the `fdatasync` before the
     /// record finds less to write). A failed write poisons the environment.
     fn write_dirty(&self, pgnos: &[u64]) -> Result<()> {
         let core = &self.core;
         let mut i = 0;
+        let mut hint = crate::data::WriteBack::default();
         while i < pgnos.len() {
             let mut j = i + 1;
             while j < pgnos.len() && pgnos[j] == pgnos[j - 1] + 1 && j - i < 1024 {
@@ -375,9 +377,10 @@ impl PageTxn {
                 return Err(Error::Invalid("internal: a page to write once is not dirty".into()));
             }
             core.data.write_pages(pgnos[i], &slices).inspect_err(|e| core.poison(e))?;
-            core.data.write_back(pgnos[i], (j - i) as u64);
+            hint.add(&core.data, pgnos[i], (j - i) as u64);
             i = j;
         }
+        hint.finish(&core.data);
         Ok(())
     }
 
