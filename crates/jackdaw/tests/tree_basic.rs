@@ -428,3 +428,35 @@ fn big_transactions_spill_and_read_back_their_pages() {
     same(&env, &model);
     env.close().unwrap();
 }
+
+/// An overwrite that leaves the tree's descriptor as it was (same entries, same pages) journals
+/// its leaf alone: the catalog entry is rewritten only when the descriptor changed. Reopened,
+/// the tree has the new value and its descriptor still matches its pages (`check`).
+#[test]
+fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
+    let dir = TestDb::dir("overwrite-catalog");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..1_000u32 {
+        tx.put(&t, i.to_be_bytes(), [1u8; 100]).unwrap();
+    }
+    tx.commit().unwrap();
+    let mut tx = env.write().unwrap();
+    tx.put(&t, 500u32.to_be_bytes(), [2u8; 100]).unwrap();
+    let st = tx.commit().unwrap();
+    assert_eq!(st.pages, 1, "an overwrite journaled {} pages", st.pages);
+    // A new key changes the entry count: the catalog's leaf is journaled too.
+    let mut tx = env.write().unwrap();
+    tx.put(&t, 5_000u32.to_be_bytes(), [3u8; 100]).unwrap();
+    let st = tx.commit().unwrap();
+    assert!(st.pages >= 2, "an insert journaled {} pages", st.pages);
+    drop(env);
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.get(&t, 500u32.to_be_bytes()).unwrap().unwrap().as_ref(), [2u8; 100]);
+    assert_eq!(r.tree_stats(&t).unwrap().entries, 1_001);
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}

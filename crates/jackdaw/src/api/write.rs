@@ -325,10 +325,16 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Remember `tree`'s descriptor after a change. The catalog is rewritten at commit only for
+    /// trees whose descriptor changed: an overwrite of a value by one as long (a YCSB update)
+    /// changes none, and its commit then journals the leaf alone (before, the catalog leaf too:
+    /// a second `btree::put` and diff a commit).
     fn store(&mut self, tree: &Tree, desc: TreeDesc) {
         if let Some(st) = self.trees.get_mut().get_mut(&tree.id) {
-            st.desc = desc;
-            st.dirty = true;
+            if st.desc != desc {
+                st.desc = desc;
+                st.dirty = true;
+            }
         }
     }
 
