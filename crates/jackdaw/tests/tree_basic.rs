@@ -460,3 +460,45 @@ fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
     drop(r);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
+
+/// A read transaction takes its trees' descriptors from the memo of its state when an earlier
+/// one resolved them there. A commit that changed no descriptor and no catalog entry (an
+/// overwrite of the same length) hands that memo on to its new state: the first read after it
+/// looks nothing up in the catalog. A commit that changed a descriptor does not: the read after
+/// it resolves the tree again and sees the new descriptor.
+#[test]
+fn a_commit_that_changes_no_descriptor_keeps_the_readers_memo() {
+    let dir = TestDb::dir("carry-memo");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..10_000u32 {
+        tx.put(&t, i.to_be_bytes(), [1u8; 100]).unwrap();
+    }
+    tx.commit().unwrap();
+    let depth = {
+        let r = env.read().unwrap();
+        r.get(&t, 7u32.to_be_bytes()).unwrap().unwrap(); // resolves `t`, publishes the memo
+        r.tree_stats(&t).unwrap().depth as u64
+    };
+    let get_pages = |k: u32| {
+        let r = env.read().unwrap();
+        let before = r.pages_touched();
+        let v = r.get(&t, k.to_be_bytes()).unwrap().map(|v| v.to_vec());
+        (r.pages_touched() - before, v, r.tree_stats(&t).unwrap().entries)
+    };
+    // Served from the memo at the same state: the tree's pages only.
+    assert_eq!(get_pages(7).0, depth);
+    let mut tx = env.write().unwrap();
+    tx.put(&t, 7u32.to_be_bytes(), [2u8; 100]).unwrap();
+    tx.commit().unwrap();
+    let (pages, v, entries) = get_pages(7);
+    assert_eq!(pages, depth, "the read after an overwrite looked the tree up in the catalog");
+    assert_eq!((v.unwrap(), entries), (vec![2u8; 100], 10_000));
+    let mut tx = env.write().unwrap();
+    tx.put(&t, 20_000u32.to_be_bytes(), [3u8; 100]).unwrap();
+    tx.commit().unwrap();
+    let (pages, v, entries) = get_pages(20_000);
+    assert!(pages > depth, "the read after an insert used the old state's descriptors");
+    assert_eq!((v.unwrap(), entries), (vec![3u8; 100], 10_001));
+}

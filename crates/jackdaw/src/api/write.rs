@@ -46,6 +46,9 @@ pub struct WriteTxn {
     root: TreeDesc,
     next_tree_id: u64,
     meta_dirty: bool,
+    /// Pages were changed through the raw page calls (tools, tests): any page may differ, the
+    /// catalog's included, so the readers' memo is not handed on (`prepare`).
+    raw_pages: bool,
     /// Descriptors of the trees this transaction has used (read or changed), and the leaf cache
     /// and page counter of tree operations: in cells, so that reads take `&self` (a cursor can be
     /// open while another lookup is made). `WriteTxn` is not `Sync`, and no borrow of them
@@ -70,6 +73,7 @@ impl WriteTxn {
             root: meta.root,
             next_tree_id,
             meta_dirty: false,
+            raw_pages: false,
             trees: RefCell::new(PgnoMap::default()),
             cache: RefCell::new(LeafCache::filling_first(2)),
             touched: Cell::new(0),
@@ -119,6 +123,7 @@ impl WriteTxn {
         /// Raw page access (feature `internals`): a writable copy of page `pgno` (bytes from 32
         /// on are the caller's).
         fn page_mut(&mut self, pgno: u64) -> Result<&mut [u8]> {
+            self.raw_pages = true;
             self.raw.page_mut(pgno)
         }
     }
@@ -126,6 +131,7 @@ impl WriteTxn {
         /// Raw page access (feature `internals`): allocate a page. Pages allocated this way are
         /// not part of any tree: verify such a database with `Env::check_with`.
         fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
+            self.raw_pages = true;
             self.raw.alloc_page(kind)
         }
     }
@@ -139,6 +145,7 @@ impl WriteTxn {
     internals_pub! {
         /// Raw page access (feature `internals`): free a page.
         fn free_page(&mut self, pgno: u64) -> Result<()> {
+            self.raw_pages = true;
             self.raw.free_page(pgno)
         }
     }
@@ -505,6 +512,8 @@ impl WriteTxn {
         }
         let mut dirty: Vec<(String, TreeDesc)> =
             self.trees.get_mut().values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
+        // No tree created, deleted or renamed (those set `meta_dirty`) and no descriptor changed.
+        let same_trees = dirty.is_empty() && !self.meta_dirty && !self.raw_pages;
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, desc) in dirty {
             btree::put(
@@ -526,6 +535,11 @@ impl WriteTxn {
             }
         }
         let _ = (ROOT_ID, DESC_LEN);
-        self.raw.prepare()
+        let (core, base) = (self.core.clone(), self.raw.base_txid());
+        let prepared = self.raw.prepare()?;
+        if let Some(txid) = prepared.txid().filter(|_| same_trees) {
+            core.carry_read_memo(base, txid);
+        }
+        Ok(prepared)
     }
 }

@@ -132,6 +132,14 @@ impl Readers {
         }
     }
 
+    /// State `to` has the same tree descriptors as state `from` (a commit that changed no
+    /// descriptor and no catalog entry): the memo of `from`, if it is the one held, serves `to`.
+    fn carry_memo(&mut self, from: TxId, to: TxId) {
+        if let Some((t, _)) = self.memo.as_mut().filter(|(t, _)| *t == from && from < to) {
+            *t = to;
+        }
+    }
+
     pub(crate) fn add(&mut self, txid: TxId, now: Duration) -> usize {
         if self.by_txid.add(txid) {
             self.ids = None;
@@ -340,6 +348,14 @@ impl Core {
     /// One more than the highest tree id handed out in this process (see `tree_ids`).
     pub(crate) fn tree_ids(&self) -> u64 {
         self.tree_ids.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A write transaction from state `from` prepared state `to` without changing any tree
+    /// descriptor or catalog entry: the read memo of `from` describes `to` as well, so the first
+    /// read transaction at `to` needs no catalog lookup (YCSB: every read after an update made
+    /// one, ~690 instructions).
+    pub(crate) fn carry_read_memo(&self, from: TxId, to: TxId) {
+        self.readers.lock().carry_memo(from, to);
     }
 
     /// Tree ids below `next` have been handed out (a write transaction's, committed or not).

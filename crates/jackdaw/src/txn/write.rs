@@ -147,6 +147,11 @@ impl PageTxn {
         self.base.txid.next()
     }
 
+    /// The id of the state this transaction started from.
+    pub(crate) fn base_txid(&self) -> TxId {
+        self.base.txid
+    }
+
     /// Override the environment's durability for this commit.
     pub(crate) fn set_durability(&mut self, d: Durability) {
         self.durability = d;
@@ -978,6 +983,11 @@ impl Drop for Prepared {
 }
 
 impl Prepared {
+    /// The id of the state this commit makes (`None`: it changed nothing, the state stays).
+    pub(crate) fn txid(&self) -> Option<TxId> {
+        self.txid
+    }
+
     /// The second half of a commit: append the record once every earlier record is appended (so
     /// records stay in transaction order), then make the transaction visible to new snapshots.
     /// On failure the environment is poisoned, and every later prepared transaction fails too.
