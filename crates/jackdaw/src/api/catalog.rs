@@ -33,7 +33,12 @@ pub(crate) fn check_name(name: &str, page_size: usize) -> Result<()> {
 /// catalog is a page or a few, looked up once per tree a transaction uses, and its descent
 /// would otherwise count as the transaction's first (`LeafCache`'s locality rule) and take a
 /// slot from the leaves of the data.
-pub(crate) fn lookup<P: PageRead + ?Sized>(p: &P, root: &TreeDesc, name: &str, touched: &mut u64) -> Result<Option<TreeDesc>> {
+pub(crate) fn lookup<P: PageRead + ?Sized>(
+    p: &P,
+    root: &TreeDesc,
+    name: &str,
+    touched: &mut u64,
+) -> Result<Option<TreeDesc>> {
     match btree::get(p, root, &mut LeafCache::new(1), name.as_bytes(), touched)? {
         Some(f) => {
             let (_, v, _) = f.value()?;

@@ -175,8 +175,7 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let _ = ROOT_ID;
-        Ok(catalog::lookup(&*self.snap, &root, name, &mut st.touched)?
-            .map(|d| catalog::handle(name, &d, self.db_id())))
+        Ok(catalog::lookup(&*self.snap, &root, name, &mut st.touched)?.map(|d| catalog::handle(name, &d, self.db_id())))
     }
 
     /// Names of all trees, in order.

@@ -340,7 +340,6 @@ impl DataFile {
         let _ = self.file.write_back(first * ps, n * ps);
     }
 
-
     pub(crate) fn sync(&self, site: SyncSite) -> Result<()> {
         self.file.sync_data(site).ctx("sync data file")
     }

@@ -43,11 +43,12 @@ impl Fences {
     fn contains(&self, key: &[u8]) -> bool {
         use std::cmp::Ordering::*;
         (self.low_inf || node::compare(&self.low, key) != Greater)
-            && (self.high_inf || match node::compare(key, &self.high) {
-                Less => true,
-                Equal => self.high_incl,
-                Greater => false,
-            })
+            && (self.high_inf
+                || match node::compare(key, &self.high) {
+                    Less => true,
+                    Equal => self.high_incl,
+                    Greater => false,
+                })
     }
 }
 
@@ -78,7 +79,14 @@ pub(crate) struct LeafCache {
 
 impl LeafCache {
     pub(crate) fn new(cap: usize) -> LeafCache {
-        LeafCache { slots: Vec::new(), cap, next: 0, mru: 0, misses: std::cell::Cell::new(0), last_leaf: std::cell::Cell::new(0) }
+        LeafCache {
+            slots: Vec::new(),
+            cap,
+            next: 0,
+            mru: 0,
+            misses: std::cell::Cell::new(0),
+            last_leaf: std::cell::Cell::new(0),
+        }
     }
     /// A cache whose first descent fills a slot: a write transaction's, whose first lookup is
     /// usually followed by more in the same leaf (a read-modify-write of one key, a run of puts).
