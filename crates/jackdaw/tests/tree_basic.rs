@@ -429,6 +429,17 @@ fn big_transactions_spill_and_read_back_their_pages() {
     env.close().unwrap();
 }
 
+/// Tree `t` holding keys `0..n` (big-endian u32) with 100-byte values of 1s, committed.
+fn numbered_tree(env: &Env, n: u32) -> jackdaw::Tree {
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..n {
+        tx.put(&t, i.to_be_bytes(), [1u8; 100]).unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
 /// An overwrite that leaves the tree's descriptor as it was (same entries, same pages) journals
 /// its leaf alone: the catalog entry is rewritten only when the descriptor changed. Reopened,
 /// the tree has the new value and its descriptor still matches its pages (`check`).
@@ -436,12 +447,7 @@ fn big_transactions_spill_and_read_back_their_pages() {
 fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
     let dir = TestDb::dir("overwrite-catalog");
     let env = Env::open(&dir, test_opts()).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    for i in 0..1_000u32 {
-        tx.put(&t, i.to_be_bytes(), [1u8; 100]).unwrap();
-    }
-    tx.commit().unwrap();
+    let t = numbered_tree(&env, 1_000);
     let mut tx = env.write().unwrap();
     tx.put(&t, 500u32.to_be_bytes(), [2u8; 100]).unwrap();
     let st = tx.commit().unwrap();
@@ -470,12 +476,7 @@ fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
 fn a_commit_that_changes_no_descriptor_keeps_the_readers_memo() {
     let dir = TestDb::dir("carry-memo");
     let env = Env::open(&dir, test_opts()).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    for i in 0..10_000u32 {
-        tx.put(&t, i.to_be_bytes(), [1u8; 100]).unwrap();
-    }
-    tx.commit().unwrap();
+    let t = numbered_tree(&env, 10_000);
     let depth = {
         let r = env.read().unwrap();
         r.get(&t, 7u32.to_be_bytes()).unwrap().unwrap(); // resolves `t`, publishes the memo

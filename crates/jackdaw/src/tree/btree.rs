@@ -240,8 +240,10 @@ pub(crate) fn descend_to<'a, P: PageRead + ?Sized>(
 }
 
 /// Complete the fences of leaf `pgno` (`page`) and cache them. A bound its parent did not give
-/// (the leaf is its parent's first or last child) is unbounded at the tree's edge, else the
-/// leaf's own first or last key; a leaf without keys then fills nothing.
+/// (the leaf is its parent's first or last child: the bound is still empty; a separator the
+/// parent gives is never empty, the empty key sorting first, and were one empty on a damaged
+/// page the leaf's key standing in would only narrow the range) is unbounded at the tree's
+/// edge, else the leaf's own first or last key; a leaf without keys then fills nothing.
 fn fill_from_leaf(
     c: &mut LeafCache,
     tree: u64,
