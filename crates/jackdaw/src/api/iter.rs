@@ -27,6 +27,7 @@ pub trait Source: sealed::Sealed + Clone {
 #[doc(hidden)]
 pub trait PageReadDyn {
     fn page_dyn(&self, pgno: u64) -> Result<PageRef<'_>>;
+    fn page_whole_dyn(&self, pgno: u64) -> Result<PageRef<'_>>;
     fn page_size_dyn(&self) -> usize;
     fn read_run_dyn(
         &self,
@@ -40,6 +41,9 @@ pub trait PageReadDyn {
 impl<T: PageRead> PageReadDyn for T {
     fn page_dyn(&self, pgno: u64) -> Result<PageRef<'_>> {
         self.page(pgno)
+    }
+    fn page_whole_dyn(&self, pgno: u64) -> Result<PageRef<'_>> {
+        self.page_whole(pgno)
     }
     fn page_size_dyn(&self) -> usize {
         self.page_size()
@@ -58,6 +62,9 @@ impl<T: PageRead> PageReadDyn for T {
 impl PageRead for dyn PageReadDyn + '_ {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>> {
         self.page_dyn(pgno)
+    }
+    fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
+        self.page_whole_dyn(pgno)
     }
     fn page_size(&self) -> usize {
         self.page_size_dyn()
@@ -337,6 +344,10 @@ impl<S: Source> Iter<S> {
     /// going forward). Only needed while the other end is not positioned: otherwise the two
     /// ends meeting ends the range.
     fn inside(&mut self, forward: bool) -> Result<bool> {
+        let far = if forward { &self.hi } else { &self.lo };
+        if matches!(far, Bound::Unbounded) {
+            return Ok(true);
+        }
         let c = if forward { &self.front } else { &self.back };
         if self.inside_leaf[forward as usize] == Some(c.leaf()) {
             return Ok(true);

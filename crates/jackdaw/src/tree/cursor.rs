@@ -164,7 +164,9 @@ impl Cursor {
                 }
                 self.leaf = child;
                 self.idx = 0;
-                self.count = Node::new(&p.page(child)?).count();
+                // A cursor stepping into a leaf goes on to read its entries: start every line
+                // loading at once (a scan's misses overlap instead of following one another).
+                self.count = Node::new(&p.page_whole(child)?).count();
                 if self.count == 0 {
                     return self.next_leaf(p);
                 }
@@ -208,7 +210,7 @@ impl Cursor {
                     depth_down -= 1;
                 }
                 self.leaf = child;
-                self.count = Node::new(&p.page(child)?).count();
+                self.count = Node::new(&p.page_whole(child)?).count();
                 if self.count == 0 {
                     return self.prev_leaf(p);
                 }
