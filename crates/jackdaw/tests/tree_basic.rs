@@ -503,3 +503,35 @@ fn a_commit_that_changes_no_descriptor_keeps_the_readers_memo() {
     assert!(pages > depth, "the read after an insert used the old state's descriptors");
     assert_eq!((v.unwrap(), entries), (vec![3u8; 100], 10_001));
 }
+
+#[test]
+fn a_read_transaction_switching_between_trees_resolves_each_once() {
+    let dir = TestDb::dir("switch-trees");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let trees: Vec<_> = (0..6).map(|i| tx.create_tree(&format!("t{i}")).unwrap()).collect();
+    for (i, t) in trees.iter().enumerate() {
+        tx.put(t, b"k", [i as u8; 10]).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = env.read().unwrap();
+    let get = |i: usize| {
+        let before = r.pages_touched();
+        let v = r.get(&trees[i], b"k").unwrap().unwrap().to_vec();
+        assert_eq!(v, vec![i as u8; 10], "tree {i}");
+        r.pages_touched() - before
+    };
+    // First use of each tree: looked up in the catalog (more pages than its one leaf).
+    for i in 0..trees.len() {
+        assert!(get(i) > 1, "tree {i} was not looked up");
+    }
+    // Then in any order, runs of one tree included: each from the descriptor this transaction
+    // kept, one page (the tree's only leaf), never the catalog again.
+    let orders =
+        [vec![0, 1, 2, 3, 4, 5], vec![5, 4, 3, 2, 1, 0], vec![3, 3, 0, 5, 5, 5, 1, 4, 2, 0], vec![2, 0, 4, 1, 5, 3]];
+    for order in orders {
+        for i in order {
+            assert_eq!(get(i), 1, "tree {i} was looked up again");
+        }
+    }
+}

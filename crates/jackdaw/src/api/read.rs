@@ -29,14 +29,26 @@ struct SharedDescs {
 struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
-    /// Descriptors of the trees this transaction used (few: a linear search, no allocation for
-    /// the first four).
-    trees: smallvec::SmallVec<[(u64, TreeDesc); 4]>,
-    /// The tree of the last `desc` call (a run of gets on one tree skips the map).
+    /// The descriptor of the tree of the last `desc` call (a run of operations on one tree, the
+    /// common case, finds it here).
     last: Option<(u64, TreeDesc)>,
+    /// The descriptors of the other trees this transaction used (few: a linear search; empty,
+    /// so not allocated, while one tree is used). Kept out of line: a `ReadTxn` is moved on its
+    /// way to the caller, and ~500 bytes of inline slots cost ~140 instructions of copying a
+    /// transaction.
+    others: Vec<(u64, TreeDesc)>,
     /// What earlier transactions of this state resolved (see `SharedDescs`).
     shared: Option<Arc<SharedDescs>>,
     touched: u64,
+}
+
+impl ReadState {
+    /// Make `(id, d)` the last descriptor used, keeping the one it replaces.
+    fn remember(&mut self, id: u64, d: TreeDesc) {
+        if let Some(prev) = self.last.replace((id, d)) {
+            self.others.push(prev);
+        }
+    }
 }
 
 /// A read transaction: an owned snapshot (`Send`, `'static`) of the last committed state. It
@@ -60,8 +72,8 @@ impl ReadTxn {
             state: RefCell::new(ReadState {
                 cache: LeafCache::new(8),
                 root: None,
-                trees: smallvec::SmallVec::new(),
                 last: None,
+                others: Vec::new(),
                 shared,
                 touched: 0,
             }),
@@ -124,11 +136,17 @@ impl ReadTxn {
 
     fn desc_lookup(&self, tree: &Tree) -> Result<TreeDesc> {
         {
-            let st = self.state.borrow();
-            if let Some(d) = st.trees.iter().find(|(id, _)| *id == tree.id).map(|(_, d)| *d) {
-                drop(st);
-                self.state.borrow_mut().last = Some((tree.id, d));
-                return Ok(d);
+            let mut st = self.state.borrow_mut();
+            let st = &mut *st;
+            if let Some(i) = st.others.iter().position(|(id, _)| *id == tree.id) {
+                let found = st.others[i];
+                match st.last.replace(found) {
+                    Some(prev) => st.others[i] = prev,
+                    None => {
+                        st.others.swap_remove(i);
+                    }
+                }
+                return Ok(found.1);
             }
         }
         if tree.db_id != self.snap.core.db_id() {
@@ -137,8 +155,7 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         if let Some(d) = st.shared.as_ref().and_then(|s| s.trees.iter().find(|(id, _)| *id == tree.id)).map(|(_, d)| *d)
         {
-            st.trees.push((tree.id, d));
-            st.last = Some((tree.id, d));
+            st.remember(tree.id, d);
             return Ok(d);
         }
         drop(st);
@@ -146,8 +163,7 @@ impl ReadTxn {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let d = catalog::resolve(&*self.snap, &root, tree, self.snap.core.db_id(), &mut st.touched)?;
-        st.trees.push((tree.id, d));
-        st.last = Some((tree.id, d));
+        st.remember(tree.id, d);
         // Share it with the transactions that begin at this state after this one.
         let mut next = st.shared.as_deref().cloned().unwrap_or_default();
         if next.trees.len() < 64 {

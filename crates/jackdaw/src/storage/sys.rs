@@ -1,5 +1,6 @@
 //! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, and the shared
-//! buffers of the in-memory backend. Each block states why it is sound.
+//! buffers of the in-memory backend, cache hints and the coarse clock. Each block states why it is
+//! sound.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
@@ -257,4 +258,17 @@ pub(crate) fn prefetch(bytes: &[u8], at: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (bytes, at);
+}
+
+/// Time since boot on the coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`: the time of the last
+/// scheduler tick, read from the vDSO without touching the clock source; a few milliseconds of
+/// resolution). `None` if the kernel refuses it.
+pub(crate) fn monotonic_coarse() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    if r != 0 {
+        return None;
+    }
+    Some(std::time::Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
 }
