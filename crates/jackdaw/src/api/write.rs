@@ -374,7 +374,7 @@ impl WriteTxn {
     }
 
     fn any_desc(&self, tree: &Tree) -> Result<TreeDesc> {
-        Ok(self.lookup_desc(tree)?)
+        self.lookup_desc(tree)
     }
 
     // ----- multi-value trees -----

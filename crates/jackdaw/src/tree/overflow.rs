@@ -228,10 +228,8 @@ const RUN_MIN_PAGES: u64 = 8;
 pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out: &mut Vec<u8>) -> Result<()> {
     let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let n = pages_for(total, p.page_size());
-    if n >= RUN_MIN_PAGES {
-        if read_run(p, first, n, cap, out)? {
-            return Ok(());
-        }
+    if n >= RUN_MIN_PAGES && read_run(p, first, n, cap, out)? {
+        return Ok(());
     }
     // The length comes from a page: reserve only what a short chain holds and let the walk
     // (bounded by the pages it really reads) grow `out`; a damaged reference's length, up to
