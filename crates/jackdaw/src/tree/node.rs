@@ -278,16 +278,6 @@ pub(crate) fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         }
         i += 8;
     }
-    if i < n && n >= 8 {
-        // The last 8 bytes of the common length, overlapping the equal ones before `i`: their
-        // first difference is the first difference of the rest (one compare, not up to 7).
-        let x = u64::from_be_bytes(a[n - 8..n].try_into().expect("8"));
-        let y = u64::from_be_bytes(b[n - 8..n].try_into().expect("8"));
-        if x != y {
-            return x.cmp(&y);
-        }
-        return a.len().cmp(&b.len());
-    }
     while i < n {
         if a[i] != b[i] {
             return a[i].cmp(&b[i]);
