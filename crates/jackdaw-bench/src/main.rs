@@ -110,6 +110,10 @@ struct Args {
     #[arg(long)]
     list: bool,
 
+    /// LMDB's map size in GiB (default 64; valgrind refuses a 64 GiB map: 2 fits a profile).
+    #[arg(long, value_name = "GIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    lmdb_map_gib: u64,
+
     /// Internal: the child of commit-syscalls under strace (N commits of 100 items in --dir).
     #[arg(long, hide = true, value_name = "N")]
     child_commits: Option<u64>,
@@ -198,6 +202,10 @@ struct YcsbArgs {
     /// No progress bars.
     #[arg(long)]
     no_progress: bool,
+
+    /// LMDB's map size in GiB (default 64; valgrind refuses a 64 GiB map: 2 fits a profile).
+    #[arg(long, value_name = "GIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    lmdb_map_gib: u64,
 }
 
 fn parse_engines(list: &[String]) -> Result<Vec<Kind>> {
@@ -309,6 +317,7 @@ fn ycsb(a: YcsbArgs) -> Result<()> {
         // The full run: 100,000 operations per workload in sync (1,000,000 in buff).
         sync_operation_count: (!a.quick && !user_ops).then_some(100_000),
     };
+    jackdaw_bench::engines::lmdb::set_map_gib(a.lmdb_map_gib as usize);
     eprintln!("seed {seed}");
     let rep = jackdaw_bench::ycsb::run(&cfg)?;
     if !rep.failures.is_empty() && rep.failures.iter().any(|f| f.what != "all") {
@@ -329,6 +338,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let engines = parse_engines(&a.engines)?;
+    jackdaw_bench::engines::lmdb::set_map_gib(a.lmdb_map_gib as usize);
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);
 
     if let Some(n) = a.child_commits {

@@ -17,7 +17,13 @@ use std::time::Instant;
 
 pub const MODES: [&str; 3] = ["MDB_NOSYNC|MDB_WRITEMAP|MDB_MAPASYNC", "MDB_NOSYNC", "default (sync at commit)"];
 
-const MAP_SIZE: usize = 64 << 30;
+/// LMDB's map size in GiB, 64 unless `--lmdb-map-gib` set it (valgrind refuses a 64 GiB map).
+static MAP_GIB: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(64);
+
+/// Set the map size of the LMDB environments opened from now on (`--lmdb-map-gib`).
+pub fn set_map_gib(gib: usize) {
+    MAP_GIB.store(gib, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Whether `rel` (a path under the database directory) is a journal file: never, LMDB keeps no
 /// log. `data.mdb` is data; `lock.mdb` (the reader table, a few KiB, no key or value in it) is
@@ -39,7 +45,7 @@ impl LmdbEngine {
             Mode::Sync => EnvFlags::empty(),
         };
         let mut o = EnvOpenOptions::new();
-        o.map_size(MAP_SIZE).max_readers(256);
+        o.map_size(MAP_GIB.load(std::sync::atomic::Ordering::Relaxed) << 30).max_readers(256);
         // SAFETY: NO_SYNC / WRITE_MAP / MAP_ASYNC trade durability (not memory safety within this
         // process) for speed, which is what the modes ask for; the directory is ours alone.
         let env = unsafe {
