@@ -473,7 +473,7 @@ fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
 /// looks nothing up in the catalog. A commit that changed a descriptor does not: the read after
 /// it resolves the tree again and sees the new descriptor.
 #[test]
-fn a_commit_that_changes_no_descriptor_keeps_the_readers_memo() {
+fn a_commit_that_changes_only_descriptors_hands_the_readers_memo_on() {
     let dir = TestDb::dir("carry-memo");
     let env = Env::open(&dir, test_opts()).unwrap();
     let t = numbered_tree(&env, 10_000);
@@ -496,12 +496,32 @@ fn a_commit_that_changes_no_descriptor_keeps_the_readers_memo() {
     let (pages, v, entries) = get_pages(7);
     assert_eq!(pages, depth, "the read after an overwrite looked the tree up in the catalog");
     assert_eq!((v.unwrap(), entries), (vec![2u8; 100], 10_000));
+    // An insert changes the tree's descriptor (its entry count): the memo is handed on with the
+    // new descriptor, so the read still skips the catalog and sees the new count.
     let mut tx = env.write().unwrap();
     tx.put(&t, 20_000u32.to_be_bytes(), [3u8; 100]).unwrap();
     tx.commit().unwrap();
     let (pages, v, entries) = get_pages(20_000);
-    assert!(pages > depth, "the read after an insert used the old state's descriptors");
-    assert_eq!((v.unwrap(), entries), (vec![3u8; 100], 10_001));
+    assert_eq!(pages, depth, "the read after an insert looked the tree up in the catalog");
+    assert_eq!((v.unwrap(), entries), (vec![3u8; 100], 10_001), "the memo kept the old descriptor");
+    // So does a delete, and a commit changing two trees (one of them not in the memo yet).
+    let u = {
+        let mut tx = env.write().unwrap();
+        let u = tx.create_tree("u").unwrap();
+        tx.put(&u, b"a", b"1").unwrap();
+        tx.commit().unwrap();
+        u
+    };
+    let _ = get_pages(7); // resolves `t` at the state that created `u` (a new name: no memo)
+    let mut tx = env.write().unwrap();
+    tx.delete(&t, 7u32.to_be_bytes()).unwrap();
+    tx.put(&u, b"b", b"2").unwrap();
+    tx.commit().unwrap();
+    let (pages, v, entries) = get_pages(7);
+    assert_eq!((pages, v, entries), (depth, None, 10_000));
+    let r = env.read().unwrap();
+    assert_eq!(r.tree_stats(&u).unwrap().entries, 2);
+    assert_eq!(r.get(&u, b"b").unwrap().unwrap().as_ref(), b"2");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use crate::ids::TxId;
 use crate::tree::btree::{self, LeafCache};
 use crate::tree::node::FLAG_OVERFLOW;
 use crate::tree::{multi, overflow, Meta, TreeDesc, TreeKind};
-use crate::txn::core::Core;
+use crate::txn::core::{Core, Memo};
 use crate::txn::{PageRef, Snapshot};
 use crate::{Error, Result};
 use std::cell::RefCell;
@@ -24,6 +24,24 @@ use std::sync::Arc;
 struct SharedDescs {
     root: Option<TreeDesc>,
     trees: Vec<(u64, TreeDesc)>,
+}
+
+/// The memo of the state a commit made from the memo's state when the commit changed only the
+/// descriptors in `changed` (no tree created, deleted or renamed, no raw page): the same
+/// descriptors with those replaced, and the catalog's own descriptor `root` (its entries may
+/// have moved). `None` if `old` is not a memo of this module's.
+pub(crate) fn memo_after(old: &Memo, root: TreeDesc, changed: &[TreeDesc]) -> Option<Memo> {
+    let old = old.clone().downcast::<SharedDescs>().ok()?;
+    let mut next = (*old).clone();
+    if next.root.is_some() {
+        next.root = Some(root);
+    }
+    for (id, d) in next.trees.iter_mut() {
+        if let Some(c) = changed.iter().find(|c| c.id == *id) {
+            *d = *c;
+        }
+    }
+    Some(Arc::new(next))
 }
 
 struct ReadState {

@@ -512,8 +512,11 @@ impl WriteTxn {
         }
         let mut dirty: Vec<(String, TreeDesc)> =
             self.trees.get_mut().values().filter(|s| s.dirty).map(|s| (s.name.clone(), s.desc)).collect();
-        // No tree created, deleted or renamed (those set `meta_dirty`) and no descriptor changed.
-        let same_trees = dirty.is_empty() && !self.meta_dirty && !self.raw_pages;
+        // No tree created, deleted or renamed (those set `meta_dirty`), no raw page: the trees
+        // are the base state's, with the descriptors in `dirty` changed (the readers' memo is
+        // handed on, updated, below).
+        let same_names = !self.meta_dirty && !self.raw_pages;
+        let changed: Vec<TreeDesc> = if same_names { dirty.iter().map(|(_, d)| *d).collect() } else { Vec::new() };
         dirty.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, desc) in dirty {
             btree::put(
@@ -535,10 +538,14 @@ impl WriteTxn {
             }
         }
         let _ = (ROOT_ID, DESC_LEN);
-        let (core, base) = (self.core.clone(), self.raw.base_txid());
+        let (core, base, root) = (self.core.clone(), self.raw.base_txid(), self.root);
         let prepared = self.raw.prepare()?;
-        if let Some(txid) = prepared.txid().filter(|_| same_trees) {
-            core.carry_read_memo(base, txid);
+        if let Some(txid) = prepared.txid().filter(|_| same_names) {
+            if changed.is_empty() {
+                core.carry_read_memo(base, txid);
+            } else {
+                core.update_read_memo(base, txid, |m| super::read::memo_after(m, root, &changed));
+            }
         }
         Ok(prepared)
     }

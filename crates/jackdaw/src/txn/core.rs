@@ -140,6 +140,18 @@ impl Readers {
         }
     }
 
+    /// State `to` was made from state `from` by a commit that changed tree descriptors only:
+    /// the memo of `from`, if it is the one held, becomes `next(memo)` for `to` (kept for `from`
+    /// if `next` gives nothing).
+    fn update_memo(&mut self, from: TxId, to: TxId, next: impl FnOnce(&Memo) -> Option<Memo>) {
+        let Some((t, m)) = self.memo.as_ref() else { return };
+        if *t == from && from < to {
+            if let Some(n) = next(m) {
+                self.memo = Some((to, n));
+            }
+        }
+    }
+
     pub(crate) fn add(&mut self, txid: TxId, now: Duration) -> usize {
         if self.by_txid.add(txid) {
             self.ids = None;
@@ -356,6 +368,11 @@ impl Core {
     /// one, ~690 instructions).
     pub(crate) fn carry_read_memo(&self, from: TxId, to: TxId) {
         self.readers.lock().carry_memo(from, to);
+    }
+
+    /// `carry_read_memo` for a commit that changed tree descriptors only (`Readers::update_memo`).
+    pub(crate) fn update_read_memo(&self, from: TxId, to: TxId, next: impl FnOnce(&Memo) -> Option<Memo>) {
+        self.readers.lock().update_memo(from, to, next);
     }
 
     /// Tree ids below `next` have been handed out (a write transaction's, committed or not).
