@@ -468,10 +468,10 @@ fn an_overwrite_of_the_same_length_journals_only_its_leaf() {
 }
 
 /// A read transaction takes its trees' descriptors from the memo of its state when an earlier
-/// one resolved them there. A commit that changed no descriptor and no catalog entry (an
-/// overwrite of the same length) hands that memo on to its new state: the first read after it
-/// looks nothing up in the catalog. A commit that changed a descriptor does not: the read after
-/// it resolves the tree again and sees the new descriptor.
+/// one resolved them there. A commit that created, deleted or renamed no tree hands that memo on
+/// to its new state, with the descriptors it changed put in (an overwrite of the same length
+/// changes none; an insert or a delete changes the entry count): the first read after it looks
+/// nothing up in the catalog and sees the new descriptor.
 #[test]
 fn a_commit_that_changes_only_descriptors_hands_the_readers_memo_on() {
     let dir = TestDb::dir("carry-memo");

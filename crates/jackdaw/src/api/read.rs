@@ -29,8 +29,12 @@ struct SharedDescs {
 /// The memo of the state a commit made from the memo's state when the commit changed only the
 /// descriptors in `changed` (no tree created, deleted or renamed, no raw page): the same
 /// descriptors with those replaced, and the catalog's own descriptor `root` (its entries may
-/// have moved). `None` if `old` is not a memo of this module's.
+/// have moved); `old` itself when nothing changed (the catalog was not rewritten). `None` if
+/// `old` is not a memo of this module's.
 pub(crate) fn memo_after(old: &Memo, root: TreeDesc, changed: &[TreeDesc]) -> Option<Memo> {
+    if changed.is_empty() {
+        return Some(old.clone());
+    }
     let old = old.clone().downcast::<SharedDescs>().ok()?;
     let mut next = (*old).clone();
     if next.root.is_some() {

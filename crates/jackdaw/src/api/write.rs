@@ -541,11 +541,7 @@ impl WriteTxn {
         let (core, base, root) = (self.core.clone(), self.raw.base_txid(), self.root);
         let prepared = self.raw.prepare()?;
         if let Some(txid) = prepared.txid().filter(|_| same_names) {
-            if changed.is_empty() {
-                core.carry_read_memo(base, txid);
-            } else {
-                core.update_read_memo(base, txid, |m| super::read::memo_after(m, root, &changed));
-            }
+            core.hand_on_read_memo(base, txid, |m| super::read::memo_after(m, root, &changed));
         }
         Ok(prepared)
     }

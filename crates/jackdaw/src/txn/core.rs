@@ -132,23 +132,11 @@ impl Readers {
         }
     }
 
-    /// State `to` has the same tree descriptors as state `from` (a commit that changed no
-    /// descriptor and no catalog entry): the memo of `from`, if it is the one held, serves `to`.
-    fn carry_memo(&mut self, from: TxId, to: TxId) {
-        if let Some((t, _)) = self.memo.as_mut().filter(|(t, _)| *t == from && from < to) {
-            *t = to;
-        }
-    }
-
-    /// State `to` was made from state `from` by a commit that changed tree descriptors only:
-    /// the memo of `from`, if it is the one held, becomes `next(memo)` for `to` (kept for `from`
-    /// if `next` gives nothing).
-    fn update_memo(&mut self, from: TxId, to: TxId, next: impl FnOnce(&Memo) -> Option<Memo>) {
-        let Some((t, m)) = self.memo.as_ref() else { return };
-        if *t == from && from < to {
-            if let Some(n) = next(m) {
-                self.memo = Some((to, n));
-            }
+    /// Give state `to` the memo `next`, made from state `from`'s memo: only if `from`'s is still
+    /// the one held (no newer state has one).
+    fn hand_on_memo(&mut self, from: TxId, to: TxId, next: Memo) {
+        if self.memo.as_ref().is_some_and(|(t, _)| *t == from) && from < to {
+            self.memo = Some((to, next));
         }
     }
 
@@ -362,17 +350,16 @@ impl Core {
         self.tree_ids.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// A write transaction from state `from` prepared state `to` without changing any tree
-    /// descriptor or catalog entry: the read memo of `from` describes `to` as well, so the first
-    /// read transaction at `to` needs no catalog lookup (YCSB: every read after an update made
-    /// one, ~690 instructions).
-    pub(crate) fn carry_read_memo(&self, from: TxId, to: TxId) {
-        self.readers.lock().carry_memo(from, to);
-    }
-
-    /// `carry_read_memo` for a commit that changed tree descriptors only (`Readers::update_memo`).
-    pub(crate) fn update_read_memo(&self, from: TxId, to: TxId, next: impl FnOnce(&Memo) -> Option<Memo>) {
-        self.readers.lock().update_memo(from, to, next);
+    /// A write transaction from state `from` prepared state `to`, changing no tree's name, only
+    /// (perhaps) descriptors: state `to`'s read memo is `next(from's memo)`, so the first read
+    /// transaction at `to` needs no catalog lookup (YCSB: every read after an update made one,
+    /// ~690 instructions). `next` runs outside the readers lock (every read transaction takes
+    /// it twice).
+    pub(crate) fn hand_on_read_memo(&self, from: TxId, to: TxId, next: impl FnOnce(&Memo) -> Option<Memo>) {
+        let Some(m) = self.readers.lock().memo(from) else { return };
+        if let Some(n) = next(&m) {
+            self.readers.lock().hand_on_memo(from, to, n);
+        }
     }
 
     /// Tree ids below `next` have been handed out (a write transaction's, committed or not).
