@@ -101,13 +101,17 @@ pub(crate) fn write_dirty<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Res
     Ok((first, chunks.len() as u64))
 }
 
-/// Pages `write_direct` fills before writing them (2 MiB of 4 KiB pages). The size of a write
-/// sets the size of the page-cache folios that hold it, and a first read through the map is
-/// mapped a folio at a time: 8 MiB values written in 2 MiB batches are read back with a quarter
-/// of the page faults of 256 KiB batches (256 against 976 for ten values) and ~19% faster
-/// (`examples/largeread` round 0), for the same write speed (`examples/bigput 30 8`; 4 MiB
-/// batches made writes 2.3× slower: the buffer no longer stays in the CPU's cache).
-const DIRECT_BATCH: usize = 512;
+/// Bytes `write_direct` fills before writing them (2 MiB: 512 pages of 4 KiB), and the file
+/// boundaries its writes break at. The size and the alignment of a write set the page-cache folios
+/// that hold it, and a first read through the map is mapped a folio at a time: 8 MiB values
+/// written in 2 MiB batches are read back with a quarter of the page faults of 256 KiB batches
+/// (256 against 976 for ten values) and ~19% faster (`examples/largeread` round 0), for the same
+/// write speed (`examples/bigput 30 8`; 4 MiB batches made writes 2.3× slower: the buffer no
+/// longer stays in the CPU's cache). Batches that start at a multiple of 2 MiB in the file fill a
+/// whole 2 MiB folio, which the kernel maps with one huge-page entry (the map itself starts
+/// 2 MiB-aligned): the first read of such an extent takes one page fault instead of ~40, and
+/// reads of it miss the TLB 512 times less.
+const DIRECT_BATCH_BYTES: usize = 2 << 20;
 
 /// Write `value` (at least one full page of it) as a chain of pages written straight to the
 /// data file (`PageWrite::write_once_run`): each batch of consecutive pages is built in one
@@ -120,7 +124,8 @@ pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Re
     }
     let ps = w.page_size();
     let mut chunks = value.chunks(capacity(ps)).peekable();
-    let mut buf = vec![0u8; DIRECT_BATCH * ps];
+    let batch = (DIRECT_BATCH_BYTES / ps).max(1);
+    let mut buf = vec![0u8; batch * ps];
     let first = w.reserve()?;
     let (mut start, mut cur, mut filled, mut n) = (first, first, 0usize, 0u64);
     while let Some(c) = chunks.next() {
@@ -134,8 +139,9 @@ pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Re
         filled += 1;
         n += 1;
         // A batch ends where the pages stop being consecutive (a bitmap page was appended
-        // between two reservations) or the buffer is full.
-        if next != cur + 1 || filled == DIRECT_BATCH {
+        // between two reservations), where the next page starts a 2 MiB extent of the file, or
+        // where the buffer is full (only when the batch began at such an extent).
+        if next != cur + 1 || next.is_multiple_of(batch as u64) || filled == batch {
             w.write_once_run(start, &mut buf[..filled * ps])?;
             (start, filled) = (next, 0);
         }
