@@ -34,7 +34,7 @@ pub trait PageReadDyn {
         pages: (u64, usize),
         split: (usize, usize),
         out: &mut Vec<u8>,
-        laid_out: &dyn Fn(&[u8]) -> bool,
+        laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool>;
 }
 
@@ -53,7 +53,7 @@ impl<T: PageRead> PageReadDyn for T {
         pages: (u64, usize),
         split: (usize, usize),
         out: &mut Vec<u8>,
-        laid_out: &dyn Fn(&[u8]) -> bool,
+        laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         self.read_run(pages, split, out, laid_out)
     }
@@ -74,7 +74,7 @@ impl PageRead for dyn PageReadDyn + '_ {
         pages: (u64, usize),
         split: (usize, usize),
         out: &mut Vec<u8>,
-        laid_out: &dyn Fn(&[u8]) -> bool,
+        laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         self.read_run_dyn(pages, split, out, laid_out)
     }

@@ -162,13 +162,21 @@ impl MapState {
     }
 
     /// Copy the consecutive pages `[first, first + split.count)` out of the mapping as `split`
-    /// says: each page's first `head` bytes to `heads`, the rest appended to `out` (only `tail`
-    /// bytes of the last page), one `memcpy` per page. No check of the bytes: the caller knows
-    /// the pages were verified (`verified_run`) and checks the heads itself. On error (a page past
-    /// the mapping, an inconsistent split) `out` keeps its length.
-    pub(crate) fn copy_run(&self, first: u64, split: Split, heads: &mut [u8], out: &mut Vec<u8>) -> Result<()> {
-        split.check(heads.len()).map_err(|e| Error::Invalid(e.to_string()))?;
+    /// says: each page's first `head` bytes handed to `head_ok` (with the page's index in the
+    /// run), the rest appended to `out` (only `tail` bytes of the last page), one `memcpy` per
+    /// page. No check of the bytes: the caller knows the pages were verified (`verified_run`) and
+    /// checks the heads with `head_ok`. Returns `false`, `out` as it was, as soon as `head_ok`
+    /// refuses a head; on error (a page past the mapping, an inconsistent split) `out` keeps its
+    /// length too.
+    pub(crate) fn copy_run(
+        &self,
+        first: u64,
+        split: Split,
+        out: &mut Vec<u8>,
+        head_ok: &dyn Fn(usize, &[u8]) -> bool,
+    ) -> Result<bool> {
         let Split { stride, head, count, tail } = split;
+        split.check(count.saturating_mul(head)).map_err(|e| Error::Invalid(e.to_string()))?;
         if stride != self.page_size {
             return Err(Error::Invalid(format!("copy_run: stride {stride} is not the page size")));
         }
@@ -182,14 +190,18 @@ impl MapState {
             let past = (first..first.saturating_add(count as u64)).find_map(|p| self.raw(p).err());
             return Err(past.unwrap_or_else(|| Error::corrupted(Some(first), "run past the end")));
         };
+        let base = out.len();
         out.reserve(split.data_len());
         let body = stride - head;
         for (i, p) in run.chunks_exact(stride).enumerate() {
-            heads[i * head..(i + 1) * head].copy_from_slice(&p[..head]);
+            if !head_ok(i, &p[..head]) {
+                out.truncate(base);
+                return Ok(false);
+            }
             let len = if i + 1 == count { tail } else { body };
             out.extend_from_slice(&p[head..head + len]);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Page `pgno` without verification (check(), tools).
@@ -489,8 +501,9 @@ mod tests {
     }
 
     /// `copy_run` splits each page into its head and its data as `Split` says (the last page
-    /// cut at `tail`), appends after what `out` held, and leaves `out` untouched when the run
-    /// reaches past the mapping or the split does not add up.
+    /// cut at `tail`), hands each head over with its index, appends after what `out` held, and
+    /// leaves `out` untouched when a head is refused, the run reaches past the mapping or the
+    /// split does not add up.
     #[test]
     fn copy_run_splits_pages_and_refuses_runs_past_the_map() {
         let ps = 4096;
@@ -500,21 +513,29 @@ mod tests {
         let data = DataFile::open(f, ps).unwrap();
         let map = data.map();
         let (head, count, tail) = (48, 5, 100);
-        let mut heads = vec![0u8; count * head];
+        let heads = std::cell::RefCell::new(Vec::new());
+        let keep = |i: usize, h: &[u8]| {
+            heads.borrow_mut().push((i, h.to_vec()));
+            true
+        };
         let mut out = vec![7u8; 3];
-        map.copy_run(2, Split { stride: ps, head, count, tail }, &mut heads, &mut out).unwrap();
+        assert!(map.copy_run(2, Split { stride: ps, head, count, tail }, &mut out, &keep).unwrap());
         let mut want = vec![7u8; 3];
-        for i in 0..count {
+        let heads = heads.into_inner();
+        assert_eq!(heads.len(), count);
+        for (i, (at, h)) in heads.iter().enumerate() {
             let p = &bytes[(2 + i) * ps..(3 + i) * ps];
-            assert_eq!(&heads[i * head..(i + 1) * head], &p[..head], "head of page {}", 2 + i);
+            assert_eq!((*at, &h[..]), (i, &p[..head]), "head of page {}", 2 + i);
             want.extend_from_slice(&p[head..if i + 1 == count { head + tail } else { ps }]);
         }
         assert_eq!(out, want);
-        let mut heads = vec![0u8; 4 * head];
-        assert!(map.copy_run(6, Split { stride: ps, head, count: 4, tail }, &mut heads, &mut out).is_err());
+        let all = |_: usize, _: &[u8]| true;
+        assert!(!map.copy_run(2, Split { stride: ps, head, count, tail }, &mut out, &|i, _| i < 3).unwrap());
+        assert_eq!(out, want, "a refused head leaves out as it was");
+        assert!(map.copy_run(6, Split { stride: ps, head, count: 4, tail }, &mut out, &all).is_err());
         assert_eq!(out, want, "a failed run leaves out as it was");
-        assert!(map.copy_run(0, Split { stride: ps, head, count: 4, tail: ps }, &mut heads, &mut out).is_err());
-        assert!(map.copy_run(0, Split { stride: 512, head, count: 4, tail }, &mut heads, &mut out).is_err());
+        assert!(map.copy_run(0, Split { stride: ps, head, count: 4, tail: ps }, &mut out, &all).is_err());
+        assert!(map.copy_run(0, Split { stride: 512, head, count: 4, tail }, &mut out, &all).is_err());
         assert_eq!(out, want);
     }
 }

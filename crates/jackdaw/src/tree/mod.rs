@@ -29,14 +29,15 @@ pub(crate) trait PageRead {
     }
     fn page_size(&self) -> usize;
     /// Pages `[first, first + count)` read in one go, when this reader can (`Snapshot::read_run`):
-    /// each page's first `head` bytes to `laid_out`, the rest (`tail` of the last) appended to
-    /// `out`. `false`, `out` unchanged, otherwise: the caller then reads page by page.
+    /// each page's first `head` bytes to `laid_out` (with the page's index in the run), the rest
+    /// (`tail` of the last) appended to `out`. `false`, `out` unchanged, when the reader cannot
+    /// or `laid_out` refuses a head: the caller then reads page by page.
     fn read_run(
         &self,
         _pages: (u64, usize),
         _split: (usize, usize),
         _out: &mut Vec<u8>,
-        _laid_out: &dyn Fn(&[u8]) -> bool,
+        _laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         Ok(false)
     }
@@ -77,7 +78,7 @@ impl PageRead for Snapshot {
         pages: (u64, usize),
         split: (usize, usize),
         out: &mut Vec<u8>,
-        laid_out: &dyn Fn(&[u8]) -> bool,
+        laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         Snapshot::read_run(self, (crate::PageNo::new(pages.0), pages.1), split, out, laid_out)
     }

@@ -260,14 +260,12 @@ fn read_run<P: PageRead + ?Sized>(p: &P, first: u64, n: u64, total: usize, out: 
     let cap = capacity(p.page_size());
     let count = usize::try_from(n).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let tail = total - (count - 1) * cap;
-    p.read_run((first, count), (DATA_AT, tail), out, &|heads| {
-        heads.chunks_exact(DATA_AT).enumerate().all(|(i, h)| {
-            let pgno = first + i as u64;
-            let last = i + 1 == count;
-            page::page_no(h) == pgno
-                && page::page_kind(h) == Some(PageKind::Overflow)
-                && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
-        })
+    p.read_run((first, count), (DATA_AT, tail), out, &|i, h| {
+        let pgno = first + i as u64;
+        let last = i + 1 == count;
+        page::page_no(h) == pgno
+            && page::page_kind(h) == Some(PageKind::Overflow)
+            && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
     })
 }
 

@@ -114,22 +114,17 @@ impl Snapshot {
         (first, count): (PageNo, usize),
         (head, tail): (usize, usize),
         out: &mut Vec<u8>,
-        laid_out: &dyn Fn(&[u8]) -> bool,
+        laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         if !self.view.file_run(&self.core, first, count as u64) {
             return Ok(false);
         }
-        let mut heads = vec![0u8; count * head];
-        let base = out.len();
         let split = crate::storage::Split { stride: self.core.page_size(), head, count, tail };
-        self.view.map.copy_run(first.get(), split, &mut heads, out)?;
-        if laid_out(&heads) {
+        let whole = self.view.map.copy_run(first.get(), split, out, laid_out)?;
+        if whole {
             self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Ok(true)
-        } else {
-            out.truncate(base);
-            Ok(false)
         }
+        Ok(whole)
     }
 
     /// Capture the last committed state (see the module doc for why under the readers lock).
