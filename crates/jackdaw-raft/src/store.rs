@@ -326,13 +326,19 @@ struct CurrentSnapshot {
     data: Vec<u8>,
 }
 
+/// The applied log id and the membership a commit of the state machine wrote.
+type AppliedAt = (Option<LogId<NodeId>>, Membership);
+
+/// `SmShared::dump`: the applied log index and every key and value.
+pub type Dump = (Option<u64>, Vec<(String, String)>);
+
 /// What the state machine shares with the server (reads) and the snapshot builder.
 pub struct SmShared {
     dir: PathBuf,
     cur: RwLock<SmEnv>,
     /// Transaction id of each recent commit -> the applied log id and membership it wrote (so a
     /// snapshot taken by `backup_to_writer`, which names its transaction, gets exact metadata).
-    by_txid: Mutex<BTreeMap<u64, (Option<LogId<NodeId>>, Membership)>>,
+    by_txid: Mutex<BTreeMap<u64, AppliedAt>>,
     snapshot: Mutex<Option<CurrentSnapshot>>,
     snap_seq: AtomicU64,
     /// Snapshots installed since this process opened the state machine.
@@ -583,7 +589,7 @@ impl SmShared {
     }
 
     /// Every key and value, and the applied log index.
-    pub fn dump(&self) -> Result<(Option<u64>, Vec<(String, String)>), String> {
+    pub fn dump(&self) -> Result<Dump, String> {
         let cur = self.cur.read().unwrap();
         let (_, applied, _) = read_applied(&cur)?;
         let rtx = cur.env.read().map_err(|e| e.to_string())?;

@@ -16,7 +16,7 @@ fn put_keys(env: &Env, from: u32, to: u32) {
             Some(t) => t,
             None => tx.create_tree("t").unwrap(),
         };
-        tx.put(&t, &i.to_be_bytes(), format!("value {i}").as_bytes()).unwrap();
+        tx.put(&t, i.to_be_bytes(), format!("value {i}").as_bytes()).unwrap();
         tx.set_durability(Durability::Sync);
         tx.commit().unwrap();
     }

@@ -30,7 +30,7 @@ fn commit_n(env: &Env, first: u32, n: u32, len: usize) {
     };
     for i in first..first + n {
         // Incompressible, so the journal holds what is written.
-        let mut x = u64::from(i) * 0x9E37_79B9_7F4A_7C15 | 1;
+        let mut x = (u64::from(i) * 0x9E37_79B9_7F4A_7C15) | 1;
         let v: Vec<u8> = (0..len)
             .map(|_| {
                 x ^= x << 13;

@@ -372,7 +372,7 @@ fn sigkill_loop() {
     // The last crash, recovered here.
     let (pw, pa) = (p.written, p.acked);
     let env = db.try_open(opts("manual")).unwrap_or_else(|e| panic!("final recovery failed: {e}"));
-    let (_, m) = read_db(&env).unwrap();
+    let (_, m) = read_db(env).unwrap();
     let n = m
         .get(META)
         .and_then(|t| t.get(b"n".as_slice()))

@@ -464,7 +464,7 @@ mod tests {
         let mut r = Readers::default();
         let mut live: Vec<(usize, TxId)> = Vec::new();
         for _ in 0..20_000 {
-            if live.is_empty() || rng() % 3 != 0 {
+            if live.is_empty() || !rng().is_multiple_of(3) {
                 let t = TxId::new(rng() % 50);
                 live.push((r.add(t, Duration::ZERO), t));
             } else {
