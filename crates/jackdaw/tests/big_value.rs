@@ -147,3 +147,61 @@ fn a_136_mib_value_put_from_a_slice_is_written_once_as_it_is_put() {
     drop(r);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
+
+/// Values written straight to the data file break their writes at every 2 MiB boundary of the
+/// file (so whole 2 MiB extents fill whole page-cache folios), whatever the page size and
+/// wherever the value starts: values of several extents, started at shifted pages (a small value
+/// put before each) and two in one transaction, at 4, 16 and 64 KiB pages, read back exactly
+/// with `get` and `get_into` (as one run of pages), after a reopen too, and `check()` passes.
+#[test]
+fn large_values_written_across_2_mib_boundaries_read_back_at_every_page_size() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lens = [(4 << 20) + 12_345, (5 << 20) + 777, (9 << 20) + 3 * 65_536 + 1];
+    let value =
+        |n: usize, len: usize| -> Vec<u8> { (0..len).map(|i| (i % 251) as u8 ^ (n * 37 + (i >> 16)) as u8).collect() };
+    for ps in [4096u32, 16_384, 65_536] {
+        let dir = TestDb::dir(&format!("bigaligned-{ps}"));
+        {
+            let env = Env::open(&dir, test_opts().page_size(ps).flusher(FlusherMode::Manual)).unwrap();
+            let mut tx = env.write().unwrap();
+            let t = tx.create_tree("blobs").unwrap();
+            tx.commit().unwrap();
+            for (n, &len) in lens.iter().enumerate() {
+                let mut tx = env.write().unwrap();
+                // A value of a page or so first, so that each large value starts elsewhere.
+                tx.put(&t, format!("small{n}"), value(100 + n, ps as usize * (n + 1) / 2)).unwrap();
+                tx.put(&t, format!("big{n}"), value(n, len)).unwrap();
+                if n == 1 {
+                    tx.put(&t, "big-also", value(9, lens[0])).unwrap();
+                }
+                let st = tx.commit().unwrap();
+                assert!(st.written_once_pages as usize >= len / ps as usize, "page size {ps}: {st:?}");
+            }
+            let runs = env.stats().overflow_run_reads;
+            let r = env.read().unwrap();
+            let mut out = Vec::new();
+            for (n, &len) in lens.iter().enumerate() {
+                let want = value(n, len);
+                assert!(*r.get(&t, format!("big{n}")).unwrap().unwrap() == want[..], "page size {ps}, value {n}");
+                assert!(r.get_into(&t, format!("big{n}"), &mut out).unwrap());
+                assert!(out == want, "page size {ps}, value {n} by get_into");
+            }
+            assert!(*r.get(&t, "big-also").unwrap().unwrap() == value(9, lens[0])[..], "page size {ps}");
+            assert!(env.stats().overflow_run_reads >= runs + 7, "page size {ps}: values not read as runs");
+            drop(r);
+            env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+            env.close().unwrap();
+        }
+        let env = Env::open(&dir, test_opts().page_size(ps)).unwrap();
+        let r = env.read().unwrap();
+        let t = r.open_tree("blobs").unwrap().unwrap();
+        let mut out = Vec::new();
+        for (n, &len) in lens.iter().enumerate() {
+            assert!(r.get_into(&t, format!("big{n}"), &mut out).unwrap());
+            assert!(out == value(n, len), "page size {ps}, value {n} after reopen");
+            assert!(*r.get(&t, format!("small{n}")).unwrap().unwrap() == value(100 + n, ps as usize * (n + 1) / 2)[..]);
+        }
+        drop(r);
+        env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    }
+}

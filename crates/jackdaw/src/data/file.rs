@@ -158,7 +158,8 @@ impl MapState {
     /// word of the bitmap at a time: overflow runs ask for thousands of pages).
     pub(crate) fn verified_run(&self, first: u64, n: u64) -> bool {
         let Some(end) = first.checked_add(n) else { return false };
-        end <= self.pages() && word_masks(first, end).all(|(w, mask)| self.verified[w].load(Ordering::Acquire) & mask == mask)
+        end <= self.pages()
+            && word_masks(first, end).all(|(w, mask)| self.verified[w].load(Ordering::Acquire) & mask == mask)
     }
 
     /// Copy the consecutive pages `[first, first + split.count)` out of the mapping as `split`
