@@ -373,10 +373,6 @@ impl WriteTxn {
         }
     }
 
-    fn any_desc(&self, tree: &Tree) -> Result<TreeDesc> {
-        self.lookup_desc(tree)
-    }
-
     // ----- multi-value trees -----
 
     /// Create the multi-value tree `name`, or open it if it exists.
@@ -454,7 +450,7 @@ impl WriteTxn {
     /// Entries with keys in `range`, seeing this transaction's changes (one item per value in a
     /// multi-value tree, in (key, value) order).
     pub fn range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<WriteRange<'_>> {
-        let desc = self.any_desc(tree)?;
+        let desc = self.lookup_desc(tree)?;
         let (lo, hi) = range.key_bounds();
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }
@@ -462,7 +458,7 @@ impl WriteTxn {
     /// The distinct keys in `range`, seeing this transaction's changes (one item per key, also
     /// in a multi-value tree; see [`ReadTxn::keys`](crate::ReadTxn::keys)).
     pub fn keys<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<WriteKeys<'_>> {
-        let desc = self.any_desc(tree)?;
+        let desc = self.lookup_desc(tree)?;
         let (lo, hi) = range.key_bounds();
         Ok(WriteKeys::new(TxSource(&self.raw), desc, lo, hi))
     }
@@ -470,14 +466,14 @@ impl WriteTxn {
     /// The number of values of the keys in `range`, seeing this transaction's changes (entries,
     /// in a plain tree; see [`ReadTxn::multi_count_range`](crate::ReadTxn::multi_count_range)).
     pub fn multi_count_range<K: ?Sized, R: KeyRange<K>>(&self, tree: &Tree, range: R) -> Result<u64> {
-        let desc = self.any_desc(tree)?;
+        let desc = self.lookup_desc(tree)?;
         let (lo, hi) = range.key_bounds();
         count_range(TxSource(&self.raw), desc, lo, hi)
     }
 
     /// Entries whose keys start with `prefix`, seeing this transaction's changes.
     pub fn prefix(&self, tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<WriteRange<'_>> {
-        let desc = self.any_desc(tree)?;
+        let desc = self.lookup_desc(tree)?;
         let (lo, hi) = prefix_bounds(prefix.as_ref());
         Ok(WriteRange::new(TxSource(&self.raw), desc, lo, hi))
     }

@@ -142,16 +142,16 @@ impl Drop for Space {
     }
 }
 
-/// Write `len` zero bytes to a new file at `tmp` and sync it: the body of a new journal file, not
-/// yet named. `stop` ends the job early (with an error) when the journal is dropped.
-///
-/// The zeros go in writes of `ZERO_CHUNK` bytes: the page cache keeps a file's pages in folios
-/// as large as the writes that made them, and a later small write into a large folio walks every
-/// block of it (ext4, Linux 6.18 here: a 4 KiB write into a file zeroed in 1 MiB writes took
-/// 2.7-3.3 us, in 4 MiB writes 4.9-5.2 us, in 16-64 KiB writes 1.5-2.0 us). Records are mostly
-/// a few KiB, written one by one on the commit path.
+/// The size of the writes that zero a new journal file: the page cache keeps a file's pages in
+/// folios as large as the writes that made them, and a later small write into a large folio walks
+/// every block of it (ext4, Linux 6.18 here: a 4 KiB write into a file zeroed in 1 MiB writes
+/// took 2.7-3.3 us, in 4 MiB writes 4.9-5.2 us, in 16-64 KiB writes 1.5-2.0 us). Records are
+/// mostly a few KiB, written one by one on the commit path.
 const ZERO_CHUNK: usize = 64 << 10;
 
+/// Write `len` zero bytes to a new file at `tmp` (in writes of `ZERO_CHUNK` bytes) and sync it:
+/// the body of a new journal file, not yet named. `stop` ends the job early (with an error) when
+/// the journal is dropped.
 fn write_zeroed(
     storage: &dyn Storage,
     counters: &Counters,
