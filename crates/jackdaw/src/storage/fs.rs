@@ -2,7 +2,7 @@
 
 use super::sys;
 use super::{
-    JournalHandles, JournalIo, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Split, Storage, StorageFile,
+    JournalHandles, JournalIo, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile,
     SyncSite,
 };
 use std::fs::{self, File, OpenOptions};
@@ -236,9 +236,6 @@ fn flock_holder(file: &File) -> Option<u32> {
 impl StorageFile for FsFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(buf, offset)
-    }
-    fn read_split_at(&self, offset: u64, split: Split, heads: &mut [u8], out: &mut Vec<u8>) -> io::Result<()> {
-        sys::preadv_split(&self.file, offset, split, heads, out)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.file.write_all_at(buf, offset)

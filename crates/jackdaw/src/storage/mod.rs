@@ -172,8 +172,9 @@ pub struct JournalHandles {
     pub io: JournalIo,
 }
 
-/// How [`StorageFile::read_split_at`] splits a run of blocks: `count` blocks of `stride` bytes,
-/// the first `head` bytes of each kept apart, and of the last block only `head + tail` bytes read.
+/// How a run of blocks is split (`MapState::copy_run`, an overflow run): `count` blocks of
+/// `stride` bytes, the first `head` bytes of each kept apart, and of the last block only
+/// `head + tail` bytes read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Split {
     pub stride: usize,
@@ -197,7 +198,7 @@ impl Split {
         if ok {
             Ok(())
         } else {
-            Err(io::Error::new(io::ErrorKind::InvalidInput, format!("read_split_at: inconsistent layout {self:?}")))
+            Err(io::Error::new(io::ErrorKind::InvalidInput, format!("inconsistent run layout {self:?}")))
         }
     }
 }
@@ -207,27 +208,6 @@ pub trait StorageFile: Send + Sync {
     /// Read exactly `buf.len()` bytes at `offset`; reading past the end is an error
     /// (`UnexpectedEof`).
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-    /// Read `split.count` consecutive blocks of `split.stride` bytes from `offset`, splitting
-    /// each: its first `split.head` bytes go to `heads[i * head..(i + 1) * head]`, the rest is
-    /// appended to `out`; of the last block only `head + tail` bytes are read. One system call
-    /// per 512 blocks instead of one copy through the map per block (overflow runs). On error
-    /// `out` keeps its length. The default reads block by block.
-    fn read_split_at(&self, offset: u64, split: Split, heads: &mut [u8], out: &mut Vec<u8>) -> io::Result<()> {
-        split.check(heads.len())?;
-        let Split { stride, head, count, tail } = split;
-        let base = out.len();
-        let mut block = vec![0u8; stride];
-        for i in 0..count {
-            let len = if i + 1 == count { head + tail } else { stride };
-            if let Err(e) = self.read_exact_at(&mut block[..len], offset + (i * stride) as u64) {
-                out.truncate(base);
-                return Err(e);
-            }
-            heads[i * head..(i + 1) * head].copy_from_slice(&block[..head]);
-            out.extend_from_slice(&block[head..len]);
-        }
-        Ok(())
-    }
     /// Write all of `buf` at `offset`.
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Write all the slices, back to back, starting at `offset`, in as few calls as possible.

@@ -64,68 +64,6 @@ pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) ->
     Ok(())
 }
 
-/// `preadv` of a run of blocks at `offset` split as `split` says (see
-/// `StorageFile::read_split_at`): the data appended to `out` without zeroing it first.
-pub(crate) fn preadv_split(
-    file: &File,
-    offset: u64,
-    split: super::Split,
-    heads: &mut [u8],
-    out: &mut Vec<u8>,
-) -> io::Result<()> {
-    split.check(heads.len())?;
-    let super::Split { stride, head, count, tail } = split;
-    let body = stride - head;
-    let total = split.data_len();
-    out.reserve(total);
-    let base = out.len();
-    let spare = out.spare_capacity_mut().as_mut_ptr() as *mut u8;
-    let hp = heads.as_mut_ptr();
-    let mut iov: Vec<libc::iovec> = Vec::with_capacity(2 * count);
-    for i in 0..count {
-        let len = if i + 1 == count { tail } else { body };
-        // SAFETY (pointer arithmetic): `i * head + head <= heads.len()` (checked above) and
-        // `i * body + len <= total <= spare capacity` (reserved above): both stay in bounds.
-        let (h, d) = unsafe { (hp.add(i * head), spare.add(i * body)) };
-        if head > 0 {
-            iov.push(libc::iovec { iov_base: h as *mut libc::c_void, iov_len: head });
-        }
-        if len > 0 {
-            iov.push(libc::iovec { iov_base: d as *mut libc::c_void, iov_len: len });
-        }
-    }
-    let mut off = offset;
-    let mut at = 0usize;
-    while at < iov.len() {
-        let n_iov = (iov.len() - at).min(1024);
-        let o = libc::off_t::try_from(off).map_err(|_| io::Error::other("offset too large"))?;
-        // SAFETY: every iovec points into `heads` or into the reserved spare capacity of `out`
-        // (bounds above), both exclusively borrowed for the call; the kernel writes only there.
-        let n = unsafe { libc::preadv(file.as_raw_fd(), iov[at..].as_ptr(), n_iov as libc::c_int, o) };
-        let Some(mut n) = moved(n, io::ErrorKind::UnexpectedEof, "preadv past the end of the file")? else {
-            continue;
-        };
-        off += n as u64;
-        // Skip the iovecs read whole; shorten the one read in part.
-        while n > 0 && at < iov.len() {
-            let v = &mut iov[at];
-            if n >= v.iov_len {
-                n -= v.iov_len;
-                at += 1;
-            } else {
-                // SAFETY: advancing inside the same iovec's buffer (n < its length).
-                v.iov_base = unsafe { (v.iov_base as *mut u8).add(n) } as *mut libc::c_void;
-                v.iov_len -= n;
-                n = 0;
-            }
-        }
-    }
-    // SAFETY: the loop above returned early unless every iovec was filled, so the `total` bytes
-    // after `base` (all inside the reserved capacity) were written by the kernel.
-    unsafe { out.set_len(base + total) };
-    Ok(())
-}
-
 /// What a vectored positional call returned: `Some(bytes)` (> 0), `None` to retry after `EINTR`,
 /// the OS error, or `zero` when it moved nothing.
 fn moved(n: isize, zero: io::ErrorKind, what: &'static str) -> io::Result<Option<usize>> {
