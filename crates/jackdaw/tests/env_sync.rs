@@ -62,3 +62,59 @@ fn sync_does_not_wait_for_a_write_transaction_held_elsewhere() {
     assert_eq!(env.sync().unwrap().get(), last);
     drop(tx);
 }
+
+fn syncs(env: &Env, site: &str) -> u64 {
+    env.stats().syncs.iter().find(|(n, _)| *n == site).map(|(_, c)| *c).unwrap()
+}
+
+/// A commit that writes pages once grows the data file without a sync of its own: the
+/// `fdatasync` of those pages (`data.write_once`) makes the growth durable too, one device
+/// flush instead of two. A commit that grows the file and writes nothing once syncs the growth
+/// itself (`data.grow`) before its record. Both read back after a reopen.
+#[test]
+fn a_growth_is_synced_with_the_pages_written_once_or_on_its_own() {
+    let dir = TestDb::dir("grow-sync");
+    let data_len = || std::fs::metadata(dir.path().join("data.jdb")).unwrap().len();
+    // Manual flusher: no growth ahead of the writer, so each commit below grows the file itself.
+    let big = vec![7u8; 4 << 20];
+    {
+        let env = Env::open(dir.path(), test_opts().flusher(FlusherMode::Manual)).unwrap();
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        tx.commit().unwrap();
+        let (grow, once, len) = (syncs(&env, "data.grow"), syncs(&env, "data.write_once"), data_len());
+        let mut tx = env.write().unwrap();
+        tx.put(&t, b"big", &big).unwrap();
+        let st = tx.commit().unwrap();
+        assert!(st.written_once_pages > 1000, "the value was written once: {st:?}");
+        assert!(data_len() >= len + (4 << 20), "the file grew: {len} -> {}", data_len());
+        assert_eq!(syncs(&env, "data.write_once") - once, 1, "one sync of the pages written once");
+        assert_eq!(syncs(&env, "data.grow") - grow, 0, "the growth was made durable by that sync");
+        env.close().unwrap();
+    }
+    {
+        // Pages written once off (`write_once_min_pages(0)`): everything is journaled.
+        let env = Env::open(dir.path(), test_opts().flusher(FlusherMode::Manual).write_once_min_pages(0)).unwrap();
+        let t = env.read().unwrap().open_tree("t").unwrap().unwrap();
+        let (grow, once, len) = (syncs(&env, "data.grow"), syncs(&env, "data.write_once"), data_len());
+        let mut tx = env.write().unwrap();
+        for i in 0u32..40_000 {
+            tx.put(&t, i.to_be_bytes(), [i as u8; 200]).unwrap();
+        }
+        let st = tx.commit().unwrap();
+        assert_eq!(st.written_once_pages, 0, "{st:?}");
+        assert!(data_len() > len, "the file grew: {len} -> {}", data_len());
+        assert_eq!(syncs(&env, "data.write_once") - once, 0);
+        assert_eq!(syncs(&env, "data.grow") - grow, 1, "the growth was synced on its own");
+        env.close().unwrap();
+    }
+    let env = Env::open(dir.path(), test_opts()).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("t").unwrap().unwrap();
+    assert_eq!(r.get(&t, b"big").unwrap().unwrap().as_ref(), &big[..]);
+    for i in (0u32..40_000).step_by(997) {
+        assert_eq!(r.get(&t, i.to_be_bytes()).unwrap().unwrap().as_ref(), &[i as u8; 200][..]);
+    }
+    drop(r);
+    env.check().unwrap();
+}

@@ -235,6 +235,12 @@ pub(crate) struct DataFile {
     grow_lock: Mutex<()>,
     /// Growth syncs done (for stats).
     pub(crate) synced_grow: AtomicU64,
+    /// Growths made (each `grow` that extended the file), and the last of them known durable.
+    /// Invariant: every growth up to `grown_synced` has been followed by a completed sync of the
+    /// file (any site: `fdatasync` makes durable the size and extents a later read needs), so
+    /// `sync_growth` syncs only when `grown_synced < grown`.
+    grown: AtomicU64,
+    grown_synced: AtomicU64,
     /// Overflow values read as one run with positional reads (for stats).
     pub(crate) run_reads: AtomicU64,
 }
@@ -250,6 +256,8 @@ impl DataFile {
             map: RwLock::new(Arc::new(MapState::new(map, page_size, None))),
             grow_lock: Mutex::new(()),
             synced_grow: AtomicU64::new(0),
+            grown: AtomicU64::new(0),
+            grown_synced: AtomicU64::new(0),
             run_reads: AtomicU64::new(0),
         })
     }
@@ -265,8 +273,18 @@ impl DataFile {
 
     /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped: a `grow_step` past
     /// the current end (or to `pages` if that is further); when the disk has no room for the
-    /// step, exactly `pages` (a full disk fails only when even that does not fit).
+    /// step, exactly `pages` (a full disk fails only when even that does not fit). Also makes
+    /// any earlier growth of `ensure_pages_lazy` durable.
     pub(crate) fn ensure_pages(&self, pages: u64) -> Result<()> {
+        self.ensure_pages_lazy(pages)?;
+        self.sync_growth()
+    }
+
+    /// `ensure_pages` without the sync: for a commit whose own sync of the data file (pages
+    /// written once, `data.write_once`) comes before its record anyway, or which calls
+    /// `sync_growth` before the record. Until one of them, a crash may lose the growth, which
+    /// nothing refers to yet.
+    pub(crate) fn ensure_pages_lazy(&self, pages: u64) -> Result<()> {
         let ps = self.page_size as u64;
         let need = pages.checked_mul(ps).ok_or_else(|| Error::Invalid("database too large".into()))?;
         let step = |cur: u64| {
@@ -285,7 +303,23 @@ impl DataFile {
     pub(crate) fn grow_to(&self, pages: u64) -> Result<()> {
         let need =
             pages.checked_mul(self.page_size as u64).ok_or_else(|| Error::Invalid("database too large".into()))?;
-        self.grow(need, |_| need)
+        self.grow(need, |_| need)?;
+        self.sync_growth()
+    }
+
+    /// Make every growth so far durable (`fsync`, `data.grow`) unless a sync since has. A
+    /// failed sync is `Poisoned` (never retried).
+    pub(crate) fn sync_growth(&self) -> Result<()> {
+        let g = self.grown.load(Ordering::Acquire);
+        if self.grown_synced.load(Ordering::Acquire) >= g {
+            return Ok(());
+        }
+        self.file
+            .sync_all(SyncSite::DataGrow)
+            .map_err(|e| Error::Poisoned(format!("sync of data file growth failed: {e}")))?;
+        self.synced_grow.fetch_add(1, Ordering::Relaxed);
+        self.grown_synced.fetch_max(g, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Give back the file's slack above page `pages` (the last committed high-water mark), at
@@ -305,7 +339,8 @@ impl DataFile {
         self.remap(want)
     }
 
-    /// Grow to `to(current length)` bytes if the file is shorter than `need` bytes.
+    /// Grow to `to(current length)` bytes if the file is shorter than `need` bytes; not synced
+    /// (`sync_growth`, or any later sync of the file).
     fn grow(&self, need: u64, to: impl FnOnce(u64) -> u64) -> Result<()> {
         if need <= self.len() {
             return Ok(());
@@ -318,11 +353,8 @@ impl DataFile {
         let new_len = to(cur);
         // A full disk fails here, before anything refers to the new pages: nothing to undo.
         self.file.allocate(new_len).ctx("grow data file")?;
-        // A failed sync is another matter: the caller poisons the environment (never retry).
-        self.file
-            .sync_all(SyncSite::DataGrow)
-            .map_err(|e| Error::Poisoned(format!("sync of data file growth failed: {e}")))?;
-        self.synced_grow.fetch_add(1, Ordering::Relaxed);
+        // Counted after `allocate` returned: a sync that reads the count after this covers it.
+        self.grown.fetch_add(1, Ordering::AcqRel);
         self.remap(new_len)
     }
 
@@ -369,7 +401,10 @@ impl DataFile {
     }
 
     pub(crate) fn sync(&self, site: SyncSite) -> Result<()> {
-        self.file.sync_data(site).ctx("sync data file")
+        let g = self.grown.load(Ordering::Acquire);
+        self.file.sync_data(site).ctx("sync data file")?;
+        self.grown_synced.fetch_max(g, Ordering::AcqRel);
+        Ok(())
     }
 
     pub(crate) fn write_header(&self, h: &Header) -> Result<()> {

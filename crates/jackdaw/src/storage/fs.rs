@@ -2,8 +2,7 @@
 
 use super::sys;
 use super::{
-    JournalHandles, JournalIo, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile,
-    SyncSite,
+    JournalHandles, JournalIo, LockAttempt, LockGuard, LockTarget, Mapping, OpenMode, Storage, StorageFile, SyncSite,
 };
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, IoSlice};

@@ -334,7 +334,9 @@ impl PageTxn {
             let core = self.core.clone();
             let txid = self.base.txid.next();
             let last = pgnos[n - 1];
-            ensure_pages(&core, last + 1)?;
+            // Not synced here: spilled pages are synced with the commit's pages written once
+            // (`data.write_once`), before its record, which syncs the growth too.
+            core.data.ensure_pages_lazy(last + 1)?;
             // Seal and write while the pages are still dirty; only once every write returned do
             // they move to `streamed` (invariant 4), so a failure leaves them dirty (and the
             // environment poisoned), never named as written without being written.
@@ -481,7 +483,8 @@ impl PageTxn {
             page::seal(buf, PageNo::new(pgno), txid);
         }
         let core = &self.core;
-        ensure_pages(core, first + n)?;
+        // Synced with the pages themselves at commit (`data.write_once`), before the record.
+        core.data.ensure_pages_lazy(first + n)?;
         core.data.write_page(first, bufs).inspect_err(|e| core.poison(e))?;
         // Start the writeback of each aligned 1,024 pages (4 MiB of 4 KiB pages) once the run
         // has written its last page: one hint per such range, not one per call.
@@ -575,10 +578,12 @@ impl PageTxn {
         let mut pgnos: Vec<u64> = self.dirty.keys().copied().collect();
         pgnos.sort_unstable();
         let kinds = self.seal_pages(txid)?;
-        // Growth is durable before the record that needs it; a full disk fails here, harmlessly
-        // (a failed sync poisons).
-        ensure_pages(&core, self.next_page)?;
+        // Growth is durable before the record that needs it: synced by the sync of the pages
+        // written once when there are any (one device flush, not two), else on its own. A full
+        // disk fails here, harmlessly; a failed sync poisons.
+        core.data.ensure_pages_lazy(self.next_page)?;
         let once = self.write_once_at_commit(&pgnos)?;
+        core.data.sync_growth().inspect_err(|e| core.poison(e))?;
         let journaled = (pgnos.len() - once.len()) as u64 * core.page_size as u64;
         let streams = core.opts.stream_record_bytes > 0 && journaled >= core.opts.stream_record_bytes;
         let (rec, stats) = if streams {
@@ -855,16 +860,6 @@ fn header_into_first_block(rec: record::StreamedRecord, mut first: Vec<u8>, same
         }
         _ => Err(Error::Invalid("internal: the two passes over a streamed record disagree".into())),
     }
-}
-
-/// Grow the data file to hold pages `[0, pages)`, durably. A full disk fails harmlessly (nothing
-/// refers to the new pages yet); a failed sync of the growth poisons the environment.
-fn ensure_pages(core: &Core, pages: u64) -> Result<()> {
-    core.data.ensure_pages(pages).inspect_err(|e| {
-        if matches!(e, Error::Poisoned(_)) {
-            core.poison(e)
-        }
-    })
 }
 
 impl Drop for PageTxn {
