@@ -181,7 +181,8 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
 /// high-water mark is past 7/8 of the file. A commit that grows the file syncs it, and that sync
 /// also writes whatever the flusher has written to the file and not synced yet: 3-6 ms per growth
 /// in `examples/rndtx 10000 buff`, in the commit. Here, on the background thread (woken by the
-/// commit that passes the mark), no commit waits. Only the background thread does this: a
+/// commit that passes the mark, unless that commit wrote pages once: the next such commit grows
+/// the file itself, made durable by the sync of its own pages), no commit waits. Only the background thread does this: a
 /// `Manual` environment's calls stay
 /// exactly those its caller asked for (the fault tests count on it). A full disk is not an error
 /// here (nothing refers to the new pages; the commit that needs them reports it); a failed sync

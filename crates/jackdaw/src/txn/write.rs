@@ -1037,7 +1037,14 @@ impl Prepared {
         Counters::add(&core.counters.commits, 1);
         if core.flush_due() {
             core.wake_flusher();
-        } else if core.opts.flusher == FlusherMode::Background && core.grow_due(self.next_page.get()) {
+        } else if core.opts.flusher == FlusherMode::Background
+            && self.stats.written_once_pages == 0
+            && core.grow_due(self.next_page.get())
+        {
+            // Not after a commit that wrote pages once: the next such commit grows the file
+            // itself, and the sync of its pages makes the growth durable (no device flush of
+            // its own, where the flusher's growth ahead costs one: `large-values-write-8m`
+            // flushed 2.9 times per commit against LMDB's 2.1).
             core.nudge_flusher_to_grow();
         }
         let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
