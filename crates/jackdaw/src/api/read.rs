@@ -48,6 +48,11 @@ pub(crate) fn memo_after(old: &Memo, root: TreeDesc, changed: &[TreeDesc]) -> Op
     Some(Arc::new(next))
 }
 
+/// The descriptors this transaction may reuse: those it published, else its snapshot's memo.
+fn shared<'a>(snap: &'a Snapshot, st: &'a ReadState) -> Option<&'a SharedDescs> {
+    st.shared.as_deref().or_else(|| snap.memo.as_ref().and_then(|m| m.downcast_ref::<SharedDescs>()))
+}
+
 struct ReadState {
     cache: LeafCache,
     root: Option<TreeDesc>,
@@ -59,7 +64,10 @@ struct ReadState {
     /// way to the caller, and ~500 bytes of inline slots cost ~140 instructions of copying a
     /// transaction.
     others: Vec<(u64, TreeDesc)>,
-    /// What earlier transactions of this state resolved (see `SharedDescs`).
+    /// What this transaction resolved and published (see `SharedDescs`); until it publishes,
+    /// what earlier transactions of its state did is read from the snapshot's memo in place
+    /// (`shared`), not cloned: an `Arc` clone and drop per transaction are two atomic writes to
+    /// a line every reading thread shares.
     shared: Option<Arc<SharedDescs>>,
     touched: u64,
 }
@@ -88,7 +96,6 @@ impl ReadTxn {
     }
 
     pub(crate) fn from_snapshot(snap: Arc<Snapshot>) -> ReadTxn {
-        let shared = snap.memo.clone().and_then(|m| m.downcast::<SharedDescs>().ok());
         ReadTxn {
             snap,
             state: RefCell::new(ReadState {
@@ -96,7 +103,7 @@ impl ReadTxn {
                 root: None,
                 last: None,
                 others: Vec::new(),
-                shared,
+                shared: None,
                 touched: 0,
             }),
         }
@@ -135,7 +142,7 @@ impl ReadTxn {
         if let Some(r) = st.root {
             return Ok(r);
         }
-        if let Some(r) = st.shared.as_ref().and_then(|s| s.root) {
+        if let Some(r) = shared(&self.snap, &st).and_then(|s| s.root) {
             st.root = Some(r);
             return Ok(r);
         }
@@ -175,7 +182,8 @@ impl ReadTxn {
             return Err(Error::Invalid("tree handle of another environment".into()));
         }
         let mut st = self.state.borrow_mut();
-        if let Some(d) = st.shared.as_ref().and_then(|s| s.trees.iter().find(|(id, _)| *id == tree.id)).map(|(_, d)| *d)
+        if let Some(d) =
+            shared(&self.snap, &st).and_then(|s| s.trees.iter().find(|(id, _)| *id == tree.id)).map(|(_, d)| *d)
         {
             st.remember(tree.id, d);
             return Ok(d);
@@ -187,7 +195,7 @@ impl ReadTxn {
         let d = catalog::resolve(&*self.snap, &root, tree, self.snap.core.db_id(), &mut st.touched)?;
         st.remember(tree.id, d);
         // Share it with the transactions that begin at this state after this one.
-        let mut next = st.shared.as_deref().cloned().unwrap_or_default();
+        let mut next = shared(&self.snap, st).cloned().unwrap_or_default();
         if next.trees.len() < 64 {
             next.root = Some(root);
             next.trees.push((tree.id, d));

@@ -132,7 +132,7 @@ impl Snapshot {
         let now = core.opts.clock.now();
         let (c, slot, memo) = {
             let mut r = core.readers.lock();
-            let c = core.committed();
+            let c = r.committed;
             (c, r.add(c.txid, now), r.memo(c.txid))
         };
         Snapshot::registered(core, c, slot, memo)
@@ -147,7 +147,7 @@ impl Snapshot {
             if core.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            let c = core.committed();
+            let c = r.committed;
             (c, r.add(c.txid, now), r.memo(c.txid))
         };
         Ok(Snapshot::registered(core, c, slot, memo))

@@ -1028,7 +1028,7 @@ impl Prepared {
                         break;
                     }
                 }
-                *core.committed.lock() = Committed { txid, next_page: self.next_page };
+                core.publish_committed(Committed { txid, next_page: self.next_page });
             }
             core.journal_cv.notify_all();
             r
