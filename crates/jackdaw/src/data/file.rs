@@ -241,6 +241,8 @@ pub(crate) struct DataFile {
     /// `sync_growth` syncs only when `grown_synced < grown`.
     grown: AtomicU64,
     grown_synced: AtomicU64,
+    /// Incremented by every remap, after the new map is in place (`map_generation`).
+    map_gen: AtomicU64,
     /// Overflow values read as one run with positional reads (for stats).
     pub(crate) run_reads: AtomicU64,
 }
@@ -258,6 +260,7 @@ impl DataFile {
             synced_grow: AtomicU64::new(0),
             grown: AtomicU64::new(0),
             grown_synced: AtomicU64::new(0),
+            map_gen: AtomicU64::new(0),
             run_reads: AtomicU64::new(0),
         })
     }
@@ -269,6 +272,13 @@ impl DataFile {
     /// The current mapping (covers every page of every committed state).
     pub(crate) fn map(&self) -> Arc<MapState> {
         self.map.read().clone()
+    }
+
+    /// How many times the file was mapped anew: a map taken after reading `g` is at least as new
+    /// as generation `g` (so one kept with the generation read before taking it is current
+    /// while the generation has not moved; `txn::core::Readers::current_map`).
+    pub(crate) fn map_generation(&self) -> u64 {
+        self.map_gen.load(Ordering::Acquire)
     }
 
     /// Make sure pages `[0, pages)` exist on disk, durably, and are mapped: a `grow_step` past
@@ -364,6 +374,7 @@ impl DataFile {
         let ms = MapState::new(map, self.page_size, Some(&cur));
         *cur = Arc::new(ms);
         self.len.store(new_len, Ordering::Release);
+        self.map_gen.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 

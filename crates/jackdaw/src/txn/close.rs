@@ -76,8 +76,9 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         // The growth slack goes back to the file system when nothing maps the old length: no
         // snapshot alive (checked under the readers mutex; none can begin, the environment is
         // closed) and no write transaction on this thread.
-        let readers = core.readers.lock();
+        let mut readers = core.readers.lock();
         if readers.live() == 0 && !super::write::held_by_this_thread(core) {
+            readers.map = None;
             core.data.trim_to(core.committed().next_page.get()).inspect_err(|e| core.poison(e))?;
         }
     }

@@ -2,7 +2,7 @@
 
 use super::alloc::AllocSummary;
 use super::page_table::PageTable;
-use crate::data::{DataFile, Header};
+use crate::data::{DataFile, Header, MapState};
 use crate::journal::{Journal, JournalPos, Space};
 use crate::options::Options;
 use crate::stats::Counters;
@@ -113,6 +113,10 @@ pub(crate) struct Readers {
     /// (`Prepared::finish`), so a snapshot begins with this lock alone (one lock fewer per read
     /// transaction, on a line every reading thread writes).
     pub(crate) committed: Committed,
+    /// The data file's map as of `DataFile::map_generation` (the number kept beside it): a
+    /// snapshot takes it here, under the lock it holds anyway, not through the map's `RwLock`
+    /// (`current_map`). Cleared when `close` cuts the file, so no longer mapping outlives it.
+    pub(crate) map: Option<(u64, Arc<MapState>)>,
     /// What the layers above learned about one committed state (`txid`), shared by the
     /// snapshots of that state: the API layer keeps the tree descriptors it resolved there, so
     /// that a read transaction does not look a tree up in the catalog again when the one before
@@ -142,6 +146,21 @@ impl Readers {
         if self.memo.as_ref().is_some_and(|(t, _)| *t == from) && from < to {
             self.memo = Some((to, next));
         }
+    }
+
+    /// The map a snapshot beginning now reads through: the one kept while the file was not
+    /// mapped anew since, else the file's current map (kept for the next). The generation is
+    /// read before the map is taken, so the map kept is at least as new as its number says.
+    pub(crate) fn current_map(&mut self, data: &DataFile) -> Arc<MapState> {
+        let g = data.map_generation();
+        if let Some((kept, m)) = &self.map {
+            if *kept == g {
+                return m.clone();
+            }
+        }
+        let m = data.map();
+        self.map = Some((g, m.clone()));
+        m
     }
 
     pub(crate) fn add(&mut self, txid: TxId, now: Duration) -> usize {

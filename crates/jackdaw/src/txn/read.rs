@@ -130,38 +130,35 @@ impl Snapshot {
     /// Capture the last committed state (see the module doc for why under the readers lock).
     pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
         let now = core.opts.clock.now();
-        let (c, slot, memo) = {
-            let mut r = core.readers.lock();
-            let c = r.committed;
-            (c, r.add(c.txid, now), r.memo(c.txid))
-        };
-        Snapshot::registered(core, c, slot, memo)
+        let (view, slot, memo) = Snapshot::register(core, &mut core.readers.lock(), now);
+        Arc::new(Snapshot { core: core.clone(), view, slot, memo })
     }
 
     /// `begin`, or `Closed` once the environment is closed: decided under the readers lock, so
     /// a snapshot never begins after `close` has found no reader and released the locks.
     pub(crate) fn try_begin(core: &Arc<Core>) -> Result<Arc<Snapshot>> {
         let now = core.opts.clock.now();
-        let (c, slot, memo) = {
+        let (view, slot, memo) = {
             let mut r = core.readers.lock();
             if core.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            let c = r.committed;
-            (c, r.add(c.txid, now), r.memo(c.txid))
+            Snapshot::register(core, &mut r, now)
         };
-        Ok(Snapshot::registered(core, c, slot, memo))
+        Ok(Arc::new(Snapshot { core: core.clone(), view, slot, memo }))
     }
 
-    /// The snapshot of `c`, whose reader slot `slot` is already registered.
-    fn registered(
-        core: &Arc<Core>,
-        c: crate::txn::core::Committed,
-        slot: usize,
-        memo: Option<super::core::Memo>,
-    ) -> Arc<Snapshot> {
-        let view = View { txid: c.txid, next_page: c.next_page, map: core.data.map() };
-        Arc::new(Snapshot { core: core.clone(), view, slot, memo })
+    /// Register a reader of the committed state in `r` (the readers, locked): its view
+    /// (`(txid, next_page)` and the data file's map), its slot and the state's memo, all read
+    /// under that lock.
+    fn register(
+        core: &Core,
+        r: &mut super::core::Readers,
+        now: std::time::Duration,
+    ) -> (View, usize, Option<super::core::Memo>) {
+        let c = r.committed;
+        let view = View { txid: c.txid, next_page: c.next_page, map: r.current_map(&core.data) };
+        (view, r.add(c.txid, now), r.memo(c.txid))
     }
 
     /// Publish `m` as the memo of this snapshot's state, for the snapshots that begin after.
