@@ -15,7 +15,7 @@
 use super::header::{Header, SLOT_WRITE};
 use super::page;
 use crate::error::IoContext;
-use crate::storage::{Mapping, Split, StorageFile, SyncSite};
+use crate::storage::{Mapping, StorageFile, SyncSite};
 use crate::sync::AtomicU64;
 use crate::sync::{Mutex, RwLock};
 use crate::{Error, Result};
@@ -177,7 +177,7 @@ impl MapState {
         head_ok: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         let Split { stride, head, count, tail } = split;
-        split.check(count.saturating_mul(head)).map_err(|e| Error::Invalid(e.to_string()))?;
+        split.check()?;
         if stride != self.page_size {
             return Err(Error::Invalid(format!("copy_run: stride {stride} is not the page size")));
         }
@@ -226,6 +226,36 @@ impl MapState {
     }
 }
 
+/// How `MapState::copy_run` splits a run of pages (an overflow run): `count` pages of `stride`
+/// bytes, the first `head` bytes of each handed to the caller's test, and of the last page only
+/// `head + tail` bytes read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub stride: usize,
+    pub head: usize,
+    pub count: usize,
+    pub tail: usize,
+}
+
+impl Split {
+    /// The data bytes the run appends to `out`.
+    pub(crate) fn data_len(&self) -> usize {
+        self.count.saturating_sub(1) * self.stride.saturating_sub(self.head) + self.tail
+    }
+    /// `Invalid` unless the layout adds up.
+    fn check(&self) -> Result<()> {
+        let ok = self.count > 0
+            && self.head <= self.stride
+            && self.tail <= self.stride - self.head
+            && self.count.checked_mul(self.stride).is_some();
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!("inconsistent run layout {self:?}")))
+        }
+    }
+}
+
 /// The open data file.
 pub(crate) struct DataFile {
     pub(crate) file: Arc<dyn StorageFile>,
@@ -243,7 +273,7 @@ pub(crate) struct DataFile {
     grown_synced: AtomicU64,
     /// Incremented by every remap, after the new map is in place (`map_generation`).
     map_gen: AtomicU64,
-    /// Overflow values read as one run with positional reads (for stats).
+    /// Overflow values copied out of the map as one run (for stats).
     pub(crate) run_reads: AtomicU64,
 }
 

@@ -172,37 +172,6 @@ pub struct JournalHandles {
     pub io: JournalIo,
 }
 
-/// How a run of blocks is split (`MapState::copy_run`, an overflow run): `count` blocks of
-/// `stride` bytes, the first `head` bytes of each kept apart, and of the last block only
-/// `head + tail` bytes read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Split {
-    pub stride: usize,
-    pub head: usize,
-    pub count: usize,
-    pub tail: usize,
-}
-
-impl Split {
-    /// The data bytes the run appends to `out`.
-    pub fn data_len(&self) -> usize {
-        self.count.saturating_sub(1) * self.stride.saturating_sub(self.head) + self.tail
-    }
-    /// `InvalidInput` unless the layout adds up and `heads` holds every head.
-    pub(crate) fn check(&self, heads: usize) -> io::Result<()> {
-        let ok = self.count > 0
-            && self.head <= self.stride
-            && self.tail <= self.stride - self.head
-            && self.count.checked_mul(self.head).is_some_and(|h| h <= heads)
-            && self.count.checked_mul(self.stride).is_some();
-        if ok {
-            Ok(())
-        } else {
-            Err(io::Error::new(io::ErrorKind::InvalidInput, format!("inconsistent run layout {self:?}")))
-        }
-    }
-}
-
 /// One open file.
 pub trait StorageFile: Send + Sync {
     /// Read exactly `buf.len()` bytes at `offset`; reading past the end is an error

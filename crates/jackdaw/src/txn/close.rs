@@ -79,7 +79,7 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         let mut readers = core.readers.lock();
         if readers.live() == 0 && !super::write::held_by_this_thread(core) {
             readers.map = None;
-            core.data.trim_to(core.committed().next_page.get()).inspect_err(|e| core.poison(e))?;
+            core.data.trim_to(readers.committed.next_page.get()).inspect_err(|e| core.poison(e))?;
         }
     }
     Ok(())

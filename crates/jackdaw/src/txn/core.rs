@@ -109,9 +109,9 @@ pub(crate) struct Readers {
     ids: Option<Arc<[TxId]>>,
     /// Live write transactions (0 or 1): like readers, they keep a closed environment's locks.
     pub write_txns: usize,
-    /// `Core::committed`, copied: both are set together, under this lock and then that one
-    /// (`Prepared::finish`), so a snapshot begins with this lock alone (one lock fewer per read
-    /// transaction, on a line every reading thread writes).
+    /// The last transaction visible to new snapshots (its record is written), set by
+    /// `Prepared::finish` (`Core::publish_committed`). Kept here, under the lock a snapshot takes
+    /// to register, so that a snapshot begins with this one lock.
     pub(crate) committed: Committed,
     /// The data file's map as of `DataFile::map_generation` (the number kept beside it): a
     /// snapshot takes it here, under the lock it holds anyway, not through the map's `RwLock`
@@ -230,8 +230,6 @@ pub(crate) struct Core {
     /// Signalled after every append: prepared transactions wait here for their turn.
     pub(super) journal_cv: Condvar,
     pub(super) table: PageTable,
-    /// The last transaction visible to new snapshots (its record is written).
-    pub(super) committed: Mutex<Committed>,
     /// The last prepared transaction: the base of the next write transaction.
     pub(super) prepared: Mutex<Committed>,
     pub(super) txlog: Mutex<VecDeque<TxRecord>>,
@@ -296,7 +294,6 @@ impl Core {
             space: Mutex::new(o.space),
             journal_cv: Condvar::new(),
             table: o.table,
-            committed: Mutex::new(o.committed),
             prepared: Mutex::new(o.committed),
             txlog: Mutex::new(VecDeque::new()),
             readers: Mutex::new(Readers { committed: o.committed, ..Readers::default() }),
@@ -401,7 +398,7 @@ impl Core {
             return false;
         }
         let mut lock = self.lock.lock();
-        if lock.is_some() && self.close_done.load(Ordering::Acquire) && readers.live() == 0 && readers.write_txns == 0 {
+        if lock.is_some() && readers.live() == 0 && readers.write_txns == 0 {
             *lock = None;
         }
         lock.is_none()
@@ -428,16 +425,15 @@ impl Core {
         }
     }
 
-    /// Make `c` the state new snapshots begin from: `committed` and its copy in `Readers`
-    /// together (readers lock first, as everywhere both are held).
+    /// Make `c` the state new snapshots begin from (`Readers::committed`).
     pub(crate) fn publish_committed(&self, c: Committed) {
-        let mut r = self.readers.lock();
-        *self.committed.lock() = c;
-        r.committed = c;
+        self.readers.lock().committed = c;
     }
 
+    /// The last committed state (takes the readers lock: not for a thread that holds it, which
+    /// reads `Readers::committed`).
     pub(crate) fn committed(&self) -> Committed {
-        *self.committed.lock()
+        self.readers.lock().committed
     }
 
     /// What readers keep from being retired, counted against `Options::max_pinned_bytes`: page

@@ -45,7 +45,7 @@ fn pin_flush_target(core: &Core) -> Result<(TxId, usize)> {
     if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::Closed);
     }
-    let last = core.committed().txid;
+    let last = r.committed.txid;
     let t = r.oldest().map_or(last, |o| o.min(last));
     Ok((t, r.add(t, core.opts.clock.now())))
 }
@@ -182,9 +182,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
 /// also writes whatever the flusher has written to the file and not synced yet: 3-6 ms per growth
 /// in `examples/rndtx 10000 buff`, in the commit. Here, on the background thread (woken by the
 /// commit that passes the mark, unless that commit wrote pages once: the next such commit grows
-/// the file itself, made durable by the sync of its own pages), no commit waits. Only the background thread does this: a
-/// `Manual` environment's calls stay
-/// exactly those its caller asked for (the fault tests count on it). A full disk is not an error
+/// the file itself, made durable by the sync of its own pages), no commit waits. Only the
+/// background thread does this: a `Manual` environment's calls stay exactly those its caller
+/// asked for (the fault tests count on it). A full disk is not an error
 /// here (nothing refers to the new pages; the commit that needs them reports it); a failed sync
 /// is (`grow_to` says `Poisoned`).
 fn grow_ahead(core: &Core) -> Result<()> {

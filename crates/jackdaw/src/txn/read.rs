@@ -119,7 +119,7 @@ impl Snapshot {
         if !self.view.file_run(&self.core, first, count as u64) {
             return Ok(false);
         }
-        let split = crate::storage::Split { stride: self.core.page_size(), head, count, tail };
+        let split = crate::data::file::Split { stride: self.core.page_size(), head, count, tail };
         let whole = self.view.map.copy_run(first.get(), split, out, laid_out)?;
         if whole {
             self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -668,7 +668,7 @@ impl PageTxn {
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
         let (visible, needed) = {
             let mut r = core.readers.lock();
-            (core.committed().txid, r.txid_list())
+            (r.committed.txid, r.txid_list())
         };
         core.table.publish(txid, versions, visible, &needed);
         // The pages written once are in the file: their buffers serve the next transactions (a
