@@ -303,7 +303,7 @@ fn compact_into(rtx: &ReadTxn, work: &Path, src: &Options, options: &BackupOptio
         clock: src.clock.clone(),
         ..Options::default()
     }
-    .page_size(rtx.snap.core.page_size() as u32);
+    .page_size(rtx.snap.core().page_size() as u32);
     let env = Env::open(work, opts)?;
     let names = rtx.list_trees()?;
     let mut total = 0u64;
@@ -362,7 +362,7 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
         pages += free.iter().filter(|f| !**f).count() as u64;
         Ok(())
     })?;
-    Ok(Shape { page_size: rtx.snap.core.page_size(), db_id, txid, next_page: rtx.snap.next_page().get(), pages })
+    Ok(Shape { page_size: rtx.snap.core().page_size(), db_id, txid, next_page: rtx.snap.next_page().get(), pages })
 }
 
 /// For each section of the snapshot: its first page and, for each of its pages below the
@@ -370,7 +370,7 @@ fn shape_of(rtx: &ReadTxn, db_id: u64, txid: u64) -> Result<Shape> {
 /// not copied).
 fn for_each_free_map(rtx: &ReadTxn, mut f: impl FnMut(u64, &[bool]) -> Result<()>) -> Result<()> {
     let snap = &rtx.snap;
-    let g = Geometry::new(snap.core.page_size());
+    let g = Geometry::new(snap.core().page_size());
     let next_page = snap.next_page().get();
     let mut free = Vec::new();
     for k in 0..g.sections(next_page) {

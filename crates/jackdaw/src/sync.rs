@@ -13,11 +13,25 @@
 
 #[cfg(not(feature = "shuttle"))]
 mod imp {
-    pub(crate) use parking_lot::{Condvar, Mutex, RwLock};
+    pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::mpsc;
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
+
+    /// A number fixed for the calling thread, different for each of the process's threads
+    /// (handed out in turn): what spreads threads over the readers' lanes.
+    pub(crate) fn thread_seed() -> usize {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! { static SEED: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) } }
+        SEED.with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT.fetch_add(1, Ordering::Relaxed));
+            }
+            s.get()
+        })
+    }
 
     /// The single-writer lock: a guard can be owned by a transaction object (not a borrow).
     #[derive(Default)]
@@ -46,6 +60,11 @@ mod imp {
     pub(crate) use s::mpsc;
     pub(crate) use shuttle::thread;
     pub(crate) use shuttle::thread_local;
+
+    /// The shuttle task's id: fixed per thread and the same in every replay of a schedule.
+    pub(crate) fn thread_seed() -> usize {
+        usize::from(shuttle::current::me())
+    }
 
     /// `parking_lot::Mutex`'s API over shuttle's mutex (poisoning is ignored, as parking_lot has none).
     #[derive(Default)]

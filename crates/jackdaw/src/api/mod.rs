@@ -104,7 +104,7 @@ impl AsRef<[u8]> for Bytes {
     fn as_ref(&self) -> &[u8] {
         match &self.0 {
             Repr::Mapped { snap, pgno, start, len } => snap
-                .view
+                .view()
                 .map
                 .raw(*pgno)
                 .ok()
@@ -175,5 +175,5 @@ pub(crate) fn inline(key: &[u8], vlen: u64, page_size: usize) -> bool {
 #[cfg(feature = "internals")]
 pub fn tree_layout(r: &ReadTxn, tree: &Tree) -> crate::Result<crate::tree::layout::TreeLayout> {
     let d = r.desc(tree)?;
-    crate::tree::layout::layout(&*r.snap, &d, r.snap.core.page_size())
+    crate::tree::layout::layout(&*r.snap, &d, r.snap.core().page_size())
 }

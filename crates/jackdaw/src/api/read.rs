@@ -20,7 +20,10 @@ use std::sync::Arc;
 /// state through the snapshot's memo (`txn::core::Readers::memo`): the first transaction at a
 /// txid looks a tree up in the catalog, the next ones copy its descriptor (a point read in a
 /// read transaction of its own skips the meta page and the catalog descent).
+/// On cache lines of its own: every reading thread reads it, and an allocation beside it could
+/// be one a thread writes at each transaction.
 #[derive(Default, Clone)]
+#[repr(align(128))]
 struct SharedDescs {
     root: Option<TreeDesc>,
     trees: Vec<(u64, TreeDesc)>,
@@ -50,7 +53,7 @@ pub(crate) fn memo_after(old: &Memo, root: TreeDesc, changed: &[TreeDesc]) -> Op
 
 /// The descriptors this transaction may reuse: those it published, else its snapshot's memo.
 fn shared<'a>(snap: &'a Snapshot, st: &'a ReadState) -> Option<&'a SharedDescs> {
-    st.shared.as_deref().or_else(|| snap.memo.as_ref().and_then(|m| m.downcast_ref::<SharedDescs>()))
+    st.shared.as_deref().or_else(|| snap.memo().and_then(|m| m.downcast_ref::<SharedDescs>()))
 }
 
 struct ReadState {
@@ -134,7 +137,7 @@ impl ReadTxn {
     }
 
     fn db_id(&self) -> u64 {
-        self.snap.core.db_id()
+        self.snap.core().db_id()
     }
 
     fn root(&self) -> Result<TreeDesc> {
@@ -178,7 +181,7 @@ impl ReadTxn {
                 return Ok(found.1);
             }
         }
-        if tree.db_id != self.snap.core.db_id() {
+        if tree.db_id != self.snap.core().db_id() {
             return Err(Error::Invalid("tree handle of another environment".into()));
         }
         let mut st = self.state.borrow_mut();
@@ -192,7 +195,7 @@ impl ReadTxn {
         let root = self.root()?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let d = catalog::resolve(&*self.snap, &root, tree, self.snap.core.db_id(), &mut st.touched)?;
+        let d = catalog::resolve(&*self.snap, &root, tree, self.snap.core().db_id(), &mut st.touched)?;
         st.remember(tree.id, d);
         // Share it with the transactions that begin at this state after this one.
         let mut next = shared(&self.snap, st).cloned().unwrap_or_default();

@@ -306,7 +306,8 @@ impl DataFile {
 
     /// How many times the file was mapped anew: a map taken after reading `g` is at least as new
     /// as generation `g` (so one kept with the generation read before taking it is current
-    /// while the generation has not moved; `txn::core::Readers::current_map`).
+    /// while the generation has not moved: the readers' lanes keep their epochs so,
+    /// `txn::readers::Readers::begin`).
     pub(crate) fn map_generation(&self) -> u64 {
         self.map_gen.load(Ordering::Acquire)
     }

@@ -71,7 +71,7 @@ impl PageRead for Snapshot {
         Snapshot::page_whole(self, crate::PageNo::new(pgno))
     }
     fn page_size(&self) -> usize {
-        self.core.page_size()
+        self.core().page_size()
     }
     fn read_run(
         &self,

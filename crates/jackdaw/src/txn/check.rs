@@ -42,7 +42,7 @@ where
     // And the flusher: the header and the journal files must not move while they are read.
     let flush_state = core.flush_state.lock();
     let header = *flush_state;
-    let rtx = Snapshot::begin(core);
+    let rtx = Snapshot::begin(core)?;
     let committed_txid = core.committed().txid.get();
     let g = Geometry::new(core.page_size);
     use ProblemKind as K;

@@ -33,10 +33,12 @@ pub(crate) fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -
     drop(writer);
     let r = if core.opts.read_only { Ok(()) } else { close_files(core, flusher) };
     // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
-    let readers = core.readers.lock();
+    let mut all = core.readers.all();
     core.close_done.store(true, Ordering::Release);
-    let released = core.release_lock_if_idle(&readers);
-    drop(readers);
+    // No epoch is kept from here on (`closed` is set): none outlives the close.
+    all.clear_epochs();
+    let released = core.release_lock_if_idle_in(&all);
+    drop(all);
     match r {
         Ok(()) if !released => Err(Error::Busy(STILL_LOCKED)),
         r => r,
@@ -74,12 +76,12 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         let doomed = core.space.lock().release_all(last.get());
         doomed.remove().inspect_err(|e| core.poison(e))?;
         // The growth slack goes back to the file system when nothing maps the old length: no
-        // snapshot alive (checked under the readers mutex; none can begin, the environment is
-        // closed) and no write transaction on this thread.
-        let mut readers = core.readers.lock();
-        if readers.live() == 0 && !super::write::held_by_this_thread(core) {
-            readers.map = None;
-            core.data.trim_to(readers.committed.next_page.get()).inspect_err(|e| core.poison(e))?;
+        // snapshot alive (checked with every readers' lane held; none can begin, the
+        // environment is closed) and no write transaction on this thread.
+        let mut all = core.readers.all();
+        if all.live() == 0 && !super::write::held_by_this_thread(core) {
+            all.clear_epochs();
+            core.data.trim_to(core.readers.committed().next_page.get()).inspect_err(|e| core.poison(e))?;
         }
     }
     Ok(())

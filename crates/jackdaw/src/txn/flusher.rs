@@ -1,8 +1,8 @@
 //! The flusher: moves committed page versions from the page table into the data file.
 //!
 //! One flush, under `Core::flush_state` (never under the writer's lock):
-//! 1. `T` = the last committed transaction, or the oldest live snapshot if older (taken under the
-//!    readers lock, which snapshots also take when they begin).
+//! 1. `T` = the last committed transaction, or the oldest live snapshot if older (taken with every
+//!    readers' lane held, whose locks snapshots take when they begin: `readers.rs`).
 //! 2. Write-ahead rule: make the journal durable through `T` (`Journal::make_durable`: writes
 //!    out the pending `None` records and syncs every journal file written since the last sync).
 //! 3. For every page changed by a transaction in `(flushed, T]`, `pwrite` its newest version
@@ -14,6 +14,7 @@
 //!    journal files that hold only records `<= T`.
 
 use super::core::Core;
+use super::readers::Seat;
 use crate::data::file::grow_step;
 use crate::data::Header;
 use crate::journal::Journal;
@@ -36,27 +37,26 @@ pub(crate) fn flush_once(core: &Arc<Core>) -> Result<()> {
 }
 
 /// Choose the flush target (the last committed transaction, or the oldest live snapshot if
-/// older) and register it as a reader, under the readers lock, so that the page versions the
-/// flush writes are not dropped by commits meanwhile (page_table invariant 4). Returns the
-/// target and its reader slot.
-fn pin_flush_target(core: &Core) -> Result<(TxId, usize)> {
-    let mut r = core.readers.lock();
+/// older) and register it as a reader, with every readers' lane held, so that the page versions
+/// the flush writes are not dropped by commits meanwhile (page_table invariant 4). Returns the
+/// target and its reader seat.
+fn pin_flush_target(core: &Core) -> Result<(TxId, Seat)> {
+    let mut all = core.readers.all();
     // After `close` has finished (its own final flush runs before), the locks may be gone.
     if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::Closed);
     }
-    let last = r.committed.txid;
-    let t = r.oldest().map_or(last, |o| o.min(last));
-    Ok((t, r.add(t, core.opts.clock.now())))
+    let last = core.readers.committed().txid;
+    let t = all.oldest().map_or(last, |o| o.min(last));
+    Ok((t, all.add(t, core.opts.clock.now())))
 }
 
-/// Unregisters the flush target's reader slot when the flush ends, however it ends.
-struct Unregister<'a>(&'a Core, usize);
+/// Unregisters the flush target's reader seat when the flush ends, however it ends.
+struct Unregister<'a>(&'a Core, Seat);
 impl Drop for Unregister<'_> {
     fn drop(&mut self) {
-        let mut r = self.0.readers.lock();
-        r.remove(self.1);
-        self.0.release_lock_if_idle(&r);
+        self.0.readers.end(self.1);
+        self.0.release_lock_if_idle();
     }
 }
 

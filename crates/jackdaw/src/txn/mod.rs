@@ -30,8 +30,8 @@
 //!            poisons: Err(Poisoned).  Empty: Sync waits for its base and makes it durable.
 //!
 //!  read (Snapshot::try_begin, which refuses a closed environment, or Snapshot::begin): Live
-//!         (captures the *committed* txid and next_page and registers a reader slot under the
-//!         readers lock) ──drop of the last Arc<Snapshot>──▶ Ended
+//!         (captures the *committed* txid and next_page and registers a reader slot under its
+//!         thread's readers lane, readers.rs) ──drop of the last Arc<Snapshot>──▶ Ended
 //!
 //!  flusher (background thread, or flush_once on the caller's thread):
 //!    Idle (waits up to min(flush_idle, 250 ms); may grow the data file ahead)
@@ -48,6 +48,7 @@ pub(crate) mod core;
 pub(crate) mod flusher;
 pub(crate) mod page_table;
 pub(crate) mod read;
+pub(crate) mod readers;
 pub(crate) mod stats;
 pub(crate) mod write;
 

@@ -1,12 +1,14 @@
 //! Read snapshots.
 //!
-//! A snapshot captures the last committed transaction id while holding the readers lock, which the
-//! flusher also takes to compute how far it may write: so no page version the snapshot needs can
-//! be written over in the data file while it lives. After that it reads without locks: the page
-//! table when it holds a version `<= txid`, else the mapped data file.
+//! A snapshot captures the last committed transaction id while it registers as a reader of it
+//! (`readers.rs`: on its thread's lane, whose lock the flusher also takes to compute how far it
+//! may write): so no page version the snapshot needs can be written over in the data file while
+//! it lives. After that it reads without locks: the page table when it holds a version
+//! `<= txid`, else the mapped data file.
 
 use super::core::Core;
 use super::page_table::PageBuf;
+use super::readers::{Memo, Seat};
 use crate::data::MapState;
 use crate::{Error, PageNo, Result, TxId};
 use std::ops::Deref;
@@ -86,20 +88,34 @@ impl View {
     }
 }
 
+/// What the snapshots of one readers' lane begin from while the committed state, the data
+/// file's map and the memo stay the same (`Readers::begin`): the environment, the view and the
+/// memo. On cache lines of its own: its reference count is written by every begin and end on
+/// its lane, and by no other lane's.
+///
+/// It holds the `Core` for its snapshots (so that they write no count the other lanes write)
+/// and the lane holds it: a cycle, which `close` breaks (`AllLanes::clear_epochs`, with every
+/// lane held after `closed` is set, from when no lane keeps an epoch).
+#[repr(align(128))]
+pub(crate) struct Epoch {
+    core: Arc<Core>,
+    view: View,
+    /// The memo of `view.txid` when the epoch was made (`Readers::memo`).
+    memo: Option<Memo>,
+}
+
+/// A registered reader of one committed state. Holds its environment through its lane's
+/// `Epoch` (no reference count of its own: see `readers.rs`).
 pub(crate) struct Snapshot {
-    pub(crate) core: Arc<Core>,
-    pub(crate) view: View,
-    slot: usize,
-    /// The memo of this state when the snapshot began (`Readers::memo`).
-    pub(crate) memo: Option<super::core::Memo>,
+    epoch: Arc<Epoch>,
+    seat: Seat,
 }
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        let mut r = self.core.readers.lock();
-        r.remove(self.slot);
+        self.core().readers.end(self.seat);
         // The last transaction of a closed environment releases its locks.
-        self.core.release_lock_if_idle(&r);
+        self.core().release_lock_if_idle();
     }
 }
 
@@ -116,73 +132,79 @@ impl Snapshot {
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
-        if !self.view.file_run(&self.core, first, count as u64) {
+        if !self.view().file_run(self.core(), first, count as u64) {
             return Ok(false);
         }
-        let split = crate::data::file::Split { stride: self.core.page_size(), head, count, tail };
-        let whole = self.view.map.copy_run(first.get(), split, out, laid_out)?;
+        let split = crate::data::file::Split { stride: self.core().page_size(), head, count, tail };
+        let whole = self.view().map.copy_run(first.get(), split, out, laid_out)?;
         if whole {
-            self.core.data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.core().data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(whole)
     }
 
-    /// Capture the last committed state (see the module doc for why under the readers lock).
-    pub(crate) fn begin(core: &Arc<Core>) -> Arc<Snapshot> {
-        let now = core.opts.clock.now();
-        let (view, slot, memo) = Snapshot::register(core, &mut core.readers.lock(), now);
-        Arc::new(Snapshot { core: core.clone(), view, slot, memo })
+    /// Capture the last committed state (see the module doc), even after `close` (`check()`).
+    /// Never `Err`: the registration it shares with `try_begin` refuses only for that one.
+    pub(crate) fn begin(core: &Arc<Core>) -> Result<Arc<Snapshot>> {
+        Snapshot::register(core, false)
     }
 
-    /// `begin`, or `Closed` once the environment is closed: decided under the readers lock, so
+    /// `begin`, or `Closed` once the environment is closed: decided under the lane's lock, so
     /// a snapshot never begins after `close` has found no reader and released the locks.
     pub(crate) fn try_begin(core: &Arc<Core>) -> Result<Arc<Snapshot>> {
-        let now = core.opts.clock.now();
-        let (view, slot, memo) = {
-            let mut r = core.readers.lock();
-            if core.closed.load(std::sync::atomic::Ordering::Acquire) {
-                return Err(Error::Closed);
-            }
-            Snapshot::register(core, &mut r, now)
-        };
-        Ok(Arc::new(Snapshot { core: core.clone(), view, slot, memo }))
+        Snapshot::register(core, true)
     }
 
-    /// Register a reader of the committed state in `r` (the readers, locked): its view
-    /// (`(txid, next_page)` and the data file's map), its slot and the state's memo, all read
-    /// under that lock.
-    fn register(
-        core: &Core,
-        r: &mut super::core::Readers,
-        now: std::time::Duration,
-    ) -> (View, usize, Option<super::core::Memo>) {
-        let c = r.committed;
-        let view = View { txid: c.txid, next_page: c.next_page, map: r.current_map(&core.data) };
-        (view, r.add(c.txid, now), r.memo(c.txid))
+    fn register(core: &Arc<Core>, refuse_closed: bool) -> Result<Arc<Snapshot>> {
+        let now = core.opts.clock.now();
+        let (epoch, seat) = core.readers.begin(&core.data, &core.closed, refuse_closed, now, |c, map, memo| Epoch {
+            core: core.clone(),
+            view: View { txid: c.txid, next_page: c.next_page, map },
+            memo,
+        })?;
+        Ok(Arc::new(Snapshot { epoch, seat }))
+    }
+
+    /// The environment's state.
+    #[inline]
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.epoch.core
+    }
+
+    /// What this snapshot sees.
+    #[inline]
+    pub(crate) fn view(&self) -> &View {
+        &self.epoch.view
+    }
+
+    /// The memo of this state when the snapshot began (`Readers::memo`).
+    #[inline]
+    pub(crate) fn memo(&self) -> Option<&Memo> {
+        self.epoch.memo.as_ref()
     }
 
     /// Publish `m` as the memo of this snapshot's state, for the snapshots that begin after.
-    pub(crate) fn publish_memo(&self, m: super::core::Memo) {
-        self.core.readers.lock().set_memo(self.view.txid, m);
+    pub(crate) fn publish_memo(&self, m: Memo) {
+        self.core().readers.set_memo(self.view().txid, m);
     }
 
     /// The id of the last transaction this snapshot sees.
     pub(crate) fn txid(&self) -> TxId {
-        self.view.txid
+        self.view().txid
     }
 
     /// The page high-water mark of the snapshot.
     pub(crate) fn next_page(&self) -> PageNo {
-        self.view.next_page
+        self.view().next_page
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
     #[inline]
     pub(crate) fn page(&self, pgno: PageNo) -> Result<PageRef<'_>> {
-        self.view.page(&self.core, pgno)
+        self.view().page(self.core(), pgno)
     }
 
     pub(crate) fn page_whole(&self, pgno: PageNo) -> Result<PageRef<'_>> {
-        self.view.page_whole(&self.core, pgno)
+        self.view().page_whole(self.core(), pgno)
     }
 }

@@ -23,7 +23,7 @@ pub(crate) fn stats(core: &Core) -> Stats {
     let committed = core.committed();
     let free_pages = core.alloc.lock().total_free();
     let now = core.opts.clock.now();
-    let readers: Vec<(TxId, std::time::Duration)> = core.readers.lock().slots.iter().flatten().copied().collect();
+    let readers: Vec<(TxId, std::time::Duration)> = core.readers.list();
     let readers = {
         let log = core.txlog.lock();
         readers

@@ -72,6 +72,8 @@ struct Streamed {
 pub(crate) struct PageTxn {
     core: Arc<Core>,
     _guard: crate::sync::WriterGuard,
+    /// The readers' lane that counts this transaction (`Readers::begin_write`).
+    readers_lane: usize,
     base: View,
     next_page: u64,
     dirty: PgnoMap<Dirty>,
@@ -117,13 +119,14 @@ impl PageTxn {
             core.writer.try_lock().ok_or(Error::Busy("another write transaction is active"))?
         };
         core.check_writable()?;
-        core.readers.lock().write_txns += 1;
+        let readers_lane = core.readers.begin_write();
         let c = *core.prepared.lock();
         let free = core.alloc.lock().free.clone();
         HELD.with(|h| h.borrow_mut().push(Arc::as_ptr(core) as usize));
         Ok(PageTxn {
             core: core.clone(),
             _guard: guard,
+            readers_lane,
             base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
             next_page: c.next_page.get(),
             dirty: PgnoMap::default(),
@@ -666,10 +669,7 @@ impl PageTxn {
         let versions: Vec<(PageNo, PageBuf)> =
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (PageNo::new(*p), d.buf))).collect();
         // Published under a transaction id no snapshot has yet: invisible until `finish`.
-        let (visible, needed) = {
-            let mut r = core.readers.lock();
-            (r.committed.txid, r.txid_list())
-        };
+        let (visible, needed) = core.readers.snapshot_ids();
         core.table.publish(txid, versions, visible, &needed);
         // The pages written once are in the file: their buffers serve the next transactions (a
         // large value would otherwise fault in fresh heap pages for every copy).
@@ -865,10 +865,9 @@ fn header_into_first_block(rec: record::StreamedRecord, mut first: Vec<u8>, same
 impl Drop for PageTxn {
     fn drop(&mut self) {
         HELD.with(|h| unmark(&mut h.borrow_mut(), Arc::as_ptr(&self.core) as usize));
-        let mut r = self.core.readers.lock();
-        r.write_txns -= 1;
+        self.core.readers.end_write(self.readers_lane);
         // The last transaction of a closed environment releases its locks.
-        self.core.release_lock_if_idle(&r);
+        self.core.release_lock_if_idle();
     }
 }
 

@@ -1,0 +1,125 @@
+//! Read transactions on many threads (`txn/readers.rs`: readers registered in per-thread lanes,
+//! each lane keeping the epoch its snapshots begin from, which holds the environment).
+//!
+//! - Snapshots begun on several threads, some held across many commits and flushes, each read
+//!   exactly their state to the end: the flusher and every commit see the readers of all lanes.
+//! - An environment dropped after reads on many threads closes its files, also when a read
+//!   transaction outlives it (the lanes' epochs hold the environment: `close` must let go).
+
+mod common;
+use common::tmpdir;
+
+use jackdaw::{Env, Options};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Descriptors of this process open on files under `dir` (other tests' files do not count).
+fn fds_under(dir: &Path) -> usize {
+    let dir = std::fs::canonicalize(dir).unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.starts_with(&dir))
+        .count()
+}
+
+/// Two keys written together in every commit must read equal in every snapshot, and a snapshot
+/// held while later commits are flushed must still read its own values.
+#[test]
+fn snapshots_on_many_threads_keep_their_state_across_commits_and_flushes() {
+    let dir = tmpdir("readers-lanes");
+    // A small threshold: the background flusher runs many times during the test.
+    let env = Env::open(&*dir, Options::default().flush_threshold_bytes(64 << 10)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.put(&t, "a", 0u64.to_be_bytes()).unwrap();
+    tx.put(&t, "b", 0u64.to_be_bytes()).unwrap();
+    tx.commit().unwrap();
+    const COMMITS: u64 = 1500;
+    let done = AtomicBool::new(false);
+    let read_u64 = |r: &jackdaw::ReadTxn, k: &str| -> u64 {
+        u64::from_be_bytes(r.get(&t, k).unwrap().unwrap().as_ref().try_into().unwrap())
+    };
+    let held_checked = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut held = Vec::new();
+                    let mut last = 0;
+                    let mut n = 0u64;
+                    while !done.load(Ordering::Acquire) {
+                        let r = env.read().unwrap();
+                        let (a, b) = (read_u64(&r, "a"), read_u64(&r, "b"));
+                        assert_eq!(a, b, "a snapshot saw half a commit (txid {})", r.txid());
+                        assert!(a >= last, "a later snapshot saw an older state: {a} after {last}");
+                        last = a;
+                        n += 1;
+                        if n.is_multiple_of(97) && held.len() < 24 {
+                            held.push((r, a));
+                        }
+                    }
+                    // Flushes and commits ran since: each held snapshot still reads its state.
+                    for (r, a) in &held {
+                        assert_eq!((read_u64(r, "a"), read_u64(r, "b")), (*a, *a), "held snapshot {}", r.txid());
+                    }
+                    held.len()
+                })
+            })
+            .collect();
+        for i in 1..=COMMITS {
+            let mut tx = env.write().unwrap();
+            tx.put(&t, "a", i.to_be_bytes()).unwrap();
+            tx.put(&t, format!("k{i:06}"), [i as u8; 200]).unwrap();
+            tx.put(&t, "b", i.to_be_bytes()).unwrap();
+            tx.commit().unwrap();
+            if i % 100 == 0 {
+                env.flush().unwrap();
+            }
+        }
+        done.store(true, Ordering::Release);
+        readers.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+    });
+    assert!(held_checked > 0, "no snapshot was held across commits: the test proved nothing");
+    let r = env.read().unwrap();
+    assert_eq!((read_u64(&r, "a"), read_u64(&r, "b")), (COMMITS, COMMITS));
+    drop(r);
+    let report = env.check().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    env.close().unwrap();
+}
+
+/// After reads on many threads, dropping the `Env` closes every file of the database: at once
+/// when no read transaction is alive, else when the last one (which still reads) ends.
+#[test]
+fn an_env_dropped_after_reads_on_many_threads_closes_its_files() {
+    for outlive in [false, true] {
+        let dir = tmpdir("readers-drop");
+        let env = Env::open(&*dir, Options::default()).unwrap();
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        for i in 0..500u32 {
+            tx.put(&t, i.to_be_bytes(), [7u8; 50]).unwrap();
+        }
+        tx.commit().unwrap();
+        std::thread::scope(|s| {
+            for j in 0..6u32 {
+                let (env, t) = (&env, &t);
+                s.spawn(move || {
+                    for i in 0..2_000u32 {
+                        let r = env.read().unwrap();
+                        assert!(r.get(t, ((i * 7 + j) % 500).to_be_bytes()).unwrap().is_some());
+                    }
+                });
+            }
+        });
+        assert!(fds_under(&dir) > 0, "the open database's files are not seen: the test proves nothing");
+        let kept = outlive.then(|| env.read().unwrap());
+        drop(env);
+        if let Some(r) = kept {
+            // The environment is gone; the transaction still reads its snapshot.
+            assert_eq!(r.get(&t, 3u32.to_be_bytes()).unwrap().unwrap().as_ref(), &[7u8; 50][..]);
+            assert!(fds_under(&dir) > 0, "files closed under a live read transaction");
+        }
+        assert_eq!(fds_under(&dir), 0, "files of a dropped Env still open (outlive: {outlive})");
+    }
+}
