@@ -376,9 +376,43 @@ impl AllLanes<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Lane;
-    use crate::TxId;
+    use super::{Committed, Lane, Readers};
+    use crate::{PageNo, TxId};
     use std::time::Duration;
+
+    /// `committed` read on two threads while a third publishes 200,000 states, each with
+    /// `next_page = 3 × txid + 1`: every read is one whole published state (never one field of
+    /// one and the other of another), and a thread's reads never go back.
+    #[cfg(not(feature = "shuttle"))]
+    #[test]
+    fn committed_reads_are_whole_states_in_order() {
+        let state = |t: u64| Committed { txid: TxId::new(t), next_page: PageNo::new(3 * t + 1) };
+        let r = Readers::new(state(0));
+        let last = 200_000u64;
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let (mut prev, mut reads) = (0u64, 0u64);
+                    loop {
+                        let c = r.committed();
+                        let t = c.txid.get();
+                        assert_eq!(c.next_page.get(), 3 * t + 1, "a torn read: txid {t}, next_page {:?}", c.next_page);
+                        assert!(t >= prev, "went back from {prev} to {t}");
+                        prev = t;
+                        reads += 1;
+                        if t == last {
+                            break reads;
+                        }
+                        assert!(reads < 1 << 32, "the last state never became readable (stuck at {t})");
+                    }
+                });
+            }
+            for t in 1..=last {
+                r.publish_committed(state(t));
+            }
+        });
+        assert_eq!(r.committed(), state(last));
+    }
 
     /// `by_txid` mirrors the slots through any order of adds and removes: it lists each live
     /// snapshot id once, in order, and the live count is right.
