@@ -344,7 +344,9 @@ impl Found<'_> {
     }
 }
 
-/// Look `key` up.
+/// Look `key` up (inlined: a point read is the hottest path, and its callers' code around it
+/// is small).
+#[inline]
 pub(crate) fn get<'a, P: PageRead + ?Sized>(
     p: &'a P,
     desc: &TreeDesc,
