@@ -31,12 +31,14 @@ pub(crate) fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -
         };
     }
     drop(writer);
+    // From here no lane keeps an epoch (a begin that sees `closed` does not keep the one it
+    // makes): let go of those kept, with their maps of the data file and their hold on the
+    // environment (the cycle `read::Epoch` describes), before the file may be cut.
+    core.readers.all().clear_epochs();
     let r = if core.opts.read_only { Ok(()) } else { close_files(core, flusher) };
     // Nothing of this Env writes from here on: the locks go now, or with the last transaction.
-    let mut all = core.readers.all();
+    let all = core.readers.all();
     core.close_done.store(true, Ordering::Release);
-    // No epoch is kept from here on (`closed` is set): none outlives the close.
-    all.clear_epochs();
     let released = core.release_lock_if_idle_in(&all);
     drop(all);
     match r {
@@ -78,9 +80,8 @@ fn close_files(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Res
         // The growth slack goes back to the file system when nothing maps the old length: no
         // snapshot alive (checked with every readers' lane held; none can begin, the
         // environment is closed) and no write transaction on this thread.
-        let mut all = core.readers.all();
+        let all = core.readers.all();
         if all.live() == 0 && !super::write::held_by_this_thread(core) {
-            all.clear_epochs();
             core.data.trim_to(core.readers.committed().next_page.get()).inspect_err(|e| core.poison(e))?;
         }
     }
