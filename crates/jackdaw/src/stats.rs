@@ -151,6 +151,10 @@ pub struct Stats {
     pub readers: Vec<ReaderInfo>,
     /// Bytes of committed page versions held in memory, not yet in the data file.
     pub scratch_bytes: u64,
+    /// Bytes of page versions already in the data file and out of the page table that stay in
+    /// memory while read transactions begun before their flush live (they may be reading them
+    /// in place); freed when those transactions end. Not counted in `max_pinned_bytes`.
+    pub retired_kept_bytes: u64,
     pub commits: u64,
     pub journal_writes: u64,
     pub journal_direct_writes: u64,

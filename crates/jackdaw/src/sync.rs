@@ -2,7 +2,7 @@
 //!
 //! Every other module takes its concurrency primitives from here, never from `parking_lot` or
 //! `std::sync` directly (plain `Arc` and statistics counters excepted: they never block). A normal
-//! build re-exports `parking_lot` and `std`. A build with the `shuttle` feature swaps in
+//! build re-exports `parking_lot` and `std` (and wraps `crossbeam_utils`'s sharded lock). A build with the `shuttle` feature swaps in
 //! wrappers over the `shuttle` crate's primitives with the same (parking_lot-shaped) API, so that
 //! the deterministic scheduler of `tests/shuttle.rs` sees — and chooses the interleaving of —
 //! every lock, wait, notify, atomic access, channel operation and thread of the engine.
@@ -31,6 +31,22 @@ mod imp {
             }
             s.get()
         })
+    }
+
+    /// A reader-writer lock for data read on every thread and written rarely: a reader takes one
+    /// of several locks, chosen by its thread, each on cache lines of its own, and a writer takes
+    /// them all (`crossbeam_utils::sync::ShardedLock`; poisoning ignored, as parking_lot has
+    /// none). Readers on different threads write no line in common.
+    #[derive(Default)]
+    pub(crate) struct ShardedRwLock<T>(crossbeam_utils::sync::ShardedLock<T>);
+    impl<T> ShardedRwLock<T> {
+        #[inline]
+        pub(crate) fn read(&self) -> crossbeam_utils::sync::ShardedLockReadGuard<'_, T> {
+            self.0.read().unwrap_or_else(|e| e.into_inner())
+        }
+        pub(crate) fn write(&self) -> crossbeam_utils::sync::ShardedLockWriteGuard<'_, T> {
+            self.0.write().unwrap_or_else(|e| e.into_inner())
+        }
     }
 
     /// The single-writer lock: a guard can be owned by a transaction object (not a borrow).
@@ -135,6 +151,9 @@ mod imp {
             self.0.write().unwrap_or_else(|e| e.into_inner())
         }
     }
+
+    /// `ShardedRwLock`: one reader-writer lock under shuttle (the sharding changes no ordering).
+    pub(crate) type ShardedRwLock<T> = RwLock<T>;
 
     /// The single-writer lock, as a flag under a mutex (shuttle has no owned guards).
     #[derive(Default)]

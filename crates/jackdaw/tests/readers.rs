@@ -5,11 +5,14 @@
 //!   exactly their state to the end: the flusher and every commit see the readers of all lanes.
 //! - An environment dropped after reads on many threads closes its files, also when a read
 //!   transaction outlives it (the lanes' epochs hold the environment: `close` must let go).
+//! - A snapshot reads the page table's versions in place (page_table invariant 5): values it
+//!   returned and an iterator half-way through stay right after a flush retires those versions
+//!   and later commits reuse page buffers.
 
 mod common;
 use common::tmpdir;
 
-use jackdaw::{Env, Options};
+use jackdaw::{Env, FlusherMode, Options};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -122,4 +125,61 @@ fn an_env_dropped_after_reads_on_many_threads_closes_its_files() {
         }
         assert_eq!(fds_under(&dir), 0, "files of a dropped Env still open (outlive: {outlive})");
     }
+}
+
+/// Values and an iterator of a snapshot whose pages are page-table versions, read in place: the
+/// flush that retires those versions, and the commits after it (whose page copies come from the
+/// buffers retired versions go back to), change nothing the snapshot reads.
+#[test]
+fn versions_read_in_place_survive_the_flush_that_retires_them() {
+    let dir = tmpdir("readers-in-place");
+    let env = Env::open(&*dir, Options::default().flusher(FlusherMode::Manual)).unwrap();
+    const KEYS: u32 = 400;
+    let key = |i: u32| format!("key{i:05}");
+    let value = |i: u32, round: u32| vec![(i % 251) as u8 ^ (round as u8); 100];
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..KEYS {
+        tx.put(&t, key(i), value(i, 0)).unwrap();
+    }
+    tx.commit().unwrap();
+    // Every page of the tree is a version in memory now (no flush yet).
+    let r = env.read().unwrap();
+    let held: Vec<_> = (0..KEYS).map(|i| r.get(&t, key(i)).unwrap().unwrap()).collect();
+    let mut it = r.range(&t, ..).unwrap();
+    for i in 0..KEYS / 2 {
+        let (k, v) = it.next().unwrap().unwrap();
+        assert_eq!((k.as_ref(), v.as_ref()), (key(i).as_bytes(), &value(i, 0)[..]));
+    }
+    for (i, v) in held.iter().enumerate() {
+        assert_eq!(v.as_ref(), &value(i as u32, 0)[..], "value {i}, read in place in the page table");
+    }
+    for round in 1..=20 {
+        env.flush().unwrap();
+        let mut tx = env.write().unwrap();
+        for i in 0..KEYS {
+            tx.put(&t, key(i), value(i, round)).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    env.flush().unwrap();
+    for (i, v) in held.iter().enumerate() {
+        assert_eq!(v.as_ref(), &value(i as u32, 0)[..], "value {i} returned before the flush changed");
+    }
+    for i in KEYS / 2..KEYS {
+        let (k, v) = it.next().unwrap().unwrap();
+        assert_eq!((k.as_ref(), v.as_ref()), (key(i).as_bytes(), &value(i, 0)[..]), "iterator at key {i}");
+    }
+    assert!(it.next().is_none());
+    let kept = env.stats().retired_kept_bytes;
+    assert!(kept >= 4096, "the versions the snapshot read stay in memory while it lives: {kept} bytes");
+    drop((held, it, r));
+    let r = env.read().unwrap();
+    // The new snapshot's lane let go of the old one's epoch, and with it of the retired versions.
+    assert_eq!(env.stats().retired_kept_bytes, 0);
+    for i in 0..KEYS {
+        assert_eq!(r.get(&t, key(i)).unwrap().unwrap().as_ref(), &value(i, 20)[..]);
+    }
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }

@@ -91,7 +91,8 @@ impl Source for SnapSource {
     fn bytes(&self, page: &PageRef<'_>, pgno: u64, start: usize, len: usize) -> Bytes {
         match page {
             PageRef::Borrowed(_) => Bytes::mapped(&self.0, pgno, start, len),
-            PageRef::Held(b) => Bytes::held(b, start, len),
+            // (A snapshot's pages are never `Held`: it reads page-table versions in place.)
+            PageRef::Held(b) => Bytes::owned(b[start..start + len].to_vec()),
         }
     }
 }

@@ -15,7 +15,6 @@ pub use write::WriteTxn;
 
 use crate::tree::node::max_key_size;
 use crate::tree::overflow::MAX_VALUE_SIZE;
-use crate::txn::page_table::PageBuf;
 use crate::txn::Snapshot;
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -78,8 +77,14 @@ pub struct Bytes(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Mapped { snap: Arc<Snapshot>, pgno: u64, start: u32, len: u32 },
-    Held { buf: PageBuf, start: u32, len: u32 },
+    /// Bytes of a snapshot's page: the data file's, or the page table's version read in place
+    /// (`View::page_again`).
+    Mapped {
+        snap: Arc<Snapshot>,
+        pgno: u64,
+        start: u32,
+        len: u32,
+    },
     Owned(Vec<u8>),
 }
 
@@ -89,9 +94,6 @@ impl Bytes {
     }
     pub(crate) fn mapped(snap: &Arc<Snapshot>, pgno: u64, start: usize, len: usize) -> Bytes {
         Bytes(Repr::Mapped { snap: snap.clone(), pgno, start: start as u32, len: len as u32 })
-    }
-    pub(crate) fn held(buf: &PageBuf, start: usize, len: usize) -> Bytes {
-        Bytes(Repr::Held { buf: buf.clone(), start: start as u32, len: len as u32 })
     }
     /// Copy out.
     pub fn to_vec(&self) -> Vec<u8> {
@@ -103,14 +105,9 @@ impl AsRef<[u8]> for Bytes {
     #[inline]
     fn as_ref(&self) -> &[u8] {
         match &self.0 {
-            Repr::Mapped { snap, pgno, start, len } => snap
-                .view()
-                .map
-                .raw(*pgno)
-                .ok()
-                .and_then(|p| p.get(*start as usize..(*start + *len) as usize))
-                .unwrap_or(&[]),
-            Repr::Held { buf, start, len } => &buf[*start as usize..(*start + *len) as usize],
+            Repr::Mapped { snap, pgno, start, len } => {
+                snap.page_again(*pgno).and_then(|p| p.get(*start as usize..(*start + *len) as usize)).unwrap_or(&[])
+            }
             Repr::Owned(v) => v,
         }
     }

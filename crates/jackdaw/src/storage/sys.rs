@@ -1,6 +1,6 @@
-//! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, and the shared
-//! buffers of the in-memory backend, cache hints and the coarse clock. Each block states why it is
-//! sound.
+//! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, page
+//! versions read in place, the shared buffers of the in-memory backend, cache hints and the
+//! coarse clock. Each block states why it is sound.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
@@ -98,6 +98,20 @@ pub(crate) fn fallocate(file: &File, len: u64) -> io::Result<()> {
             _ => return Err(e),
         }
     }
+}
+
+/// `image` (a page version in the page table), borrowed for as long as `keeper` lives.
+///
+/// Sound by the page table's invariant 5 (`txn/page_table.rs`), which the caller upholds:
+/// `keeper` is the era the reading view took before it found `image`, and the table never frees
+/// or reuses an image found through an era while that era (which holds every later one) lives:
+/// images removed from the table go into the era current then, and are freed with it. Nothing
+/// writes to an image once it is in the table (it is shared, behind an `Arc`).
+pub(crate) fn kept_for<'a, K>(image: &[u8], keeper: &'a K) -> &'a [u8] {
+    let _ = keeper;
+    // SAFETY: the bytes stay allocated and unchanged for `'a` (see above); the pointer and length
+    // come from a valid slice.
+    unsafe { std::slice::from_raw_parts(image.as_ptr(), image.len()) }
 }
 
 /// A fixed-size, zero-initialised heap buffer that several threads read and one writes, with the

@@ -263,6 +263,10 @@ impl Core {
 
     /// What readers keep from being retired, counted against `Options::max_pinned_bytes`: page
     /// versions in memory plus the journal records not yet flushed (their files stay on disk).
+    /// Not the retired versions snapshots may still be reading in place (page_table invariant
+    /// 5, `Stats::retired_kept_bytes`): a flush cannot free those, so counting them would refuse
+    /// writers while any snapshot older than the flush lives; they are at most what the table
+    /// held when the oldest such snapshot began, itself under the cap.
     pub(crate) fn pinned_bytes(&self) -> u64 {
         self.table.bytes() + Counters::get(&self.counters.journal_unflushed_bytes)
     }

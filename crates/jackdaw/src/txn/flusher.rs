@@ -46,6 +46,8 @@ fn pin_flush_target(core: &Core) -> Result<(TxId, Seat)> {
     if core.close_done.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::Closed);
     }
+    // Lanes idle since the last flush let go of the versions it retired (page_table invariant 5).
+    all.clear_epochs_before(core.table.era_gen());
     let last = core.readers.committed().txid;
     let t = all.oldest().map_or(last, |o| o.min(last));
     Ok((t, all.add(t, core.opts.clock.now())))

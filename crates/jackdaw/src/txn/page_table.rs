@@ -16,9 +16,19 @@
 //!    versions some snapshot may still read: the newest one at or below each live snapshot and at
 //!    or below the last visible transaction. Older versions are dropped when a new one is
 //!    published, so memory grows with the pages changed, not with the number of commits.
+//! 5. A snapshot reads a version in place, with no reference count of its own (`lookup_in`):
+//!    the image stays allocated, unchanged, while the `Era` its view holds lives. Versions
+//!    `publish` drops are ones no snapshot reads (invariant 4: a snapshot that found one still
+//!    needs it), so they are pooled at once. Versions `retire` removes may still be read by a
+//!    snapshot (the data file now serves the same bytes to the snapshots that look later): they
+//!    join the era current then, which a newer era replaces; an era frees its images when it is
+//!    dropped, and each era holds the one after it, so an image lives until every view made with
+//!    its era or an earlier one is gone. Lookups and removals are ordered by the map's lock, and
+//!    a view's era is taken before its lookups: an image found through a view was retired into
+//!    that view's era or a later one.
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
-use crate::sync::{Mutex, RwLock};
+use crate::sync::{Mutex, ShardedRwLock};
 use crate::{PageNo, TxId};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -81,24 +91,83 @@ fn prune_due(vs: &Versions, visible: TxId, needed: &[TxId]) -> bool {
 }
 
 pub(crate) struct PageTable {
-    map: RwLock<VersionMap>,
+    /// Read on every thread (a reader's lock is its thread's own: no line written in common),
+    /// written by commits and flushes.
+    map: ShardedRwLock<VersionMap>,
     count: AtomicUsize,
     bytes: AtomicU64,
-    /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
-    /// steady stream of commits no page buffer is allocated or freed.
-    pool: Mutex<Vec<PageBuf>>,
+    pool: Arc<Pool>,
     /// Pages with versions, by `bucket(pgno)` (invariant 3).
     present: Box<[AtomicU32]>,
+    /// The era retired versions join now (invariant 5), and how many eras came before it.
+    era: Mutex<Arc<Era>>,
+    era_gen: AtomicU64,
 }
 
 impl Default for PageTable {
     fn default() -> PageTable {
+        let pool = Arc::new(Pool::default());
         PageTable {
-            map: RwLock::default(),
+            map: ShardedRwLock::default(),
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
-            pool: Mutex::new(Vec::new()),
+            era: Mutex::new(Arc::new(Era::new(pool.clone()))),
+            pool,
             present: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+            era_gen: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
+/// steady stream of commits no page buffer is allocated or freed.
+/// Also counts the bytes of retired versions eras keep (invariant 5).
+#[derive(Default)]
+struct Pool(Mutex<Vec<PageBuf>>, AtomicU64);
+
+impl Pool {
+    /// Keep the buffers nothing else holds, up to `POOL_MAX`; free the others.
+    fn give(&self, dropped: Vec<PageBuf>) {
+        let mut pool = self.0.lock();
+        for mut b in dropped {
+            if pool.len() >= POOL_MAX {
+                break;
+            }
+            if Arc::get_mut(&mut b).is_some() {
+                pool.push(b);
+            }
+        }
+    }
+}
+
+/// The versions retired while it was current, kept for the views made with it or an earlier
+/// era (invariant 5). Holds the era after it.
+pub(crate) struct Era {
+    retired: Mutex<Vec<PageBuf>>,
+    next: Mutex<Option<Arc<Era>>>,
+    pool: Arc<Pool>,
+}
+
+impl Era {
+    fn new(pool: Arc<Pool>) -> Era {
+        Era { retired: Mutex::new(Vec::new()), next: Mutex::new(None), pool }
+    }
+}
+
+impl Drop for Era {
+    fn drop(&mut self) {
+        let retired = std::mem::take(&mut *self.retired.lock());
+        self.pool.1.fetch_sub(retired.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
+        self.pool.give(retired);
+        // The eras after this one that nothing else holds go too, one by one: a snapshot held
+        // across thousands of flushes holds a chain as long, which a recursive drop would
+        // follow on the stack.
+        let mut next = self.next.lock().take();
+        while let Some(e) = next {
+            match Arc::try_unwrap(e) {
+                Ok(e) => next = e.next.lock().take(),
+                Err(_) => break,
+            }
         }
     }
 }
@@ -134,6 +203,45 @@ impl PageTable {
             crate::data::page::prefetch_all(b);
         }
         Some(b.clone())
+    }
+
+    /// `lookup`, read in place for as long as `era` lives (invariant 5: `era` must be the one
+    /// `era()` returned before this call), writing nothing: no reference count of the image.
+    #[inline(always)]
+    pub(crate) fn lookup_in<'a>(&self, pgno: PageNo, txid: TxId, whole: bool, era: &'a Era) -> Option<&'a [u8]> {
+        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.find_in(pgno, txid, whole, era)
+    }
+
+    fn find_in<'a>(&self, pgno: PageNo, txid: TxId, whole: bool, era: &'a Era) -> Option<&'a [u8]> {
+        let m = self.map.read();
+        let vs = m.get(&pgno)?;
+        let (_, b) = vs.iter().rev().find(|(t, _)| *t <= txid)?;
+        if whole {
+            crate::data::page::prefetch_all(b);
+        }
+        Some(crate::storage::sys::kept_for(b, era))
+    }
+
+    /// Whether the table holds a version of `pgno` at or before `txid`.
+    pub(crate) fn holds(&self, pgno: PageNo, txid: TxId) -> bool {
+        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        self.map.read().get(&pgno).is_some_and(|vs| vs.iter().any(|(t, _)| *t <= txid))
+    }
+
+    /// The current era, for a view's lookups (invariant 5).
+    pub(crate) fn era(&self) -> Arc<Era> {
+        self.era.lock().clone()
+    }
+
+    /// How many eras came before the current one: a view made with an older one keeps images
+    /// retired since.
+    pub(crate) fn era_gen(&self) -> u64 {
+        self.era_gen.load(Ordering::Acquire)
     }
 
     /// Publish transaction `txid`'s pages. `visible` is the last visible transaction; `needed`
@@ -209,7 +317,18 @@ impl PageTable {
             self.count.store(m.len(), Ordering::Release);
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
-        self.recycle(dropped);
+        if dropped.is_empty() {
+            return;
+        }
+        // Invariant 5: into the current era, which a new one replaces; freed (or pooled) once
+        // no view made with it or an earlier era remains (at once when there is none).
+        let mut cur = self.era.lock();
+        self.pool.1.fetch_add(dropped.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
+        cur.retired.lock().extend(dropped);
+        let next = Arc::new(Era::new(self.pool.clone()));
+        *cur.next.lock() = Some(next.clone());
+        *cur = next;
+        self.era_gen.fetch_add(1, Ordering::Release);
     }
 
     /// A page buffer holding a copy of `src`, not shared (so `Arc::get_mut` succeeds); from the
@@ -237,26 +356,24 @@ impl PageTable {
 
     /// A pooled buffer of `len` bytes, if the pool has one (pooled buffers are unique).
     fn pooled(&self, len: usize) -> Option<PageBuf> {
-        self.pool.lock().pop().filter(|b| b.len() == len)
+        self.pool.0.lock().pop().filter(|b| b.len() == len)
     }
 
-    /// Give buffers nothing else holds to the pool: dropped versions, and the pages a write
-    /// transaction wrote to the data file itself (spilled, or written once at commit).
+    /// Give buffers nothing else holds to the pool: versions no snapshot reads (invariant 5),
+    /// and the pages a write transaction wrote to the data file itself (spilled, or written once
+    /// at commit).
     pub(crate) fn recycle(&self, dropped: Vec<PageBuf>) {
-        let mut pool = self.pool.lock();
-        for mut b in dropped {
-            if pool.len() >= POOL_MAX {
-                break;
-            }
-            if Arc::get_mut(&mut b).is_some() {
-                pool.push(b);
-            }
-        }
+        self.pool.give(dropped);
     }
 
     /// Bytes of page images held.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of retired page images kept for snapshots that may still read them (invariant 5).
+    pub(crate) fn kept_bytes(&self) -> u64 {
+        self.pool.1.load(Ordering::Relaxed)
     }
 
     pub(crate) fn pages(&self) -> usize {
@@ -306,6 +423,59 @@ mod tests {
         assert_eq!(t.pages(), 0);
         assert_eq!(t.bytes(), 0);
         assert!(t.present.iter().all(|c| c.load(Ordering::Relaxed) == 0));
+    }
+
+    fn pooled(t: &PageTable) -> usize {
+        t.pool.0.lock().len()
+    }
+
+    /// Invariant 5: a version found through an era and then retired stays allocated and
+    /// unchanged until that era is gone (the writer's copies never get its buffer meanwhile);
+    /// then it goes to the pool. A view made after the retire keeps nothing.
+    #[test]
+    fn retired_versions_outlive_the_eras_that_may_read_them() {
+        let t = PageTable::default();
+        t.publish(x(3), v(&[(5, buf(3)), (6, buf(6))]), x(2), &[x(2)]);
+        let era = t.era();
+        let seen = t.lookup_in(p(5), x(3), true, &era).expect("version 3 of page 5");
+        assert_eq!(seen, &[3u8; 16][..]);
+        t.retire(&[p(5)], x(3));
+        assert!(t.lookup_in(p(5), x(3), false, &era).is_none(), "retired: the data file serves it now");
+        assert_eq!(t.era_gen(), 1);
+        assert_eq!(pooled(&t), 0, "a retired version went to the pool while an era that found it lived");
+        assert_eq!((t.bytes(), t.kept_bytes()), (16, 16));
+        // The writer's next copies come from the pool: none may be the image `seen` points at.
+        let copies: Vec<PageBuf> = (0..4).map(|_| t.copy_of(&[9u8; 16])).collect();
+        assert_eq!(seen, &[3u8; 16][..]);
+        drop(copies);
+        // A second retire while the first era lives: chained, kept too.
+        t.retire(&[p(6)], x(3));
+        assert_eq!(t.era_gen(), 2);
+        assert_eq!(pooled(&t), 0);
+        assert_eq!((t.bytes(), t.kept_bytes()), (0, 32));
+        drop(era);
+        assert_eq!(pooled(&t), 2, "both retired versions are pooled once no era that could read them is left");
+        assert_eq!(t.kept_bytes(), 0);
+        // With no view holding an era, a retired version is pooled at once.
+        t.publish(x(4), v(&[(7, buf(4))]), x(3), &[x(3)]);
+        t.retire(&[p(7)], x(4));
+        assert_eq!(pooled(&t), 3);
+    }
+
+    /// An era held across 200,000 retires frees the whole chain when dropped (one by one: a
+    /// recursive drop would overflow the stack).
+    #[test]
+    fn a_long_chain_of_eras_is_freed_without_recursion() {
+        let t = PageTable::default();
+        let first = t.era();
+        for i in 0..200_000u64 {
+            t.publish(x(i + 1), v(&[(5, buf(1))]), x(i), &[x(i)]);
+            t.retire(&[p(5)], x(i + 1));
+        }
+        assert_eq!(t.era_gen(), 200_000);
+        assert_eq!(pooled(&t), 0);
+        drop(first);
+        assert_eq!(pooled(&t), POOL_MAX.min(200_000));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `<= txid`, else the mapped data file.
 
 use super::core::Core;
-use super::page_table::PageBuf;
+use super::page_table::{Era, PageBuf};
 use super::readers::{Memo, Seat};
 use crate::data::MapState;
 use crate::{Error, PageNo, Result, TxId};
@@ -42,6 +42,11 @@ pub(crate) struct View {
     pub txid: TxId,
     pub next_page: PageNo,
     pub map: Arc<MapState>,
+    /// For a snapshot's view: the page table's era, taken before any lookup, which keeps the
+    /// versions it finds (page_table invariant 5), so they are read in place, with no reference
+    /// count written. `None` (the writer's base) takes a reference to each version instead: the
+    /// writer keeps the ones it copies, to diff against at commit.
+    pub era: Option<Arc<Era>>,
 }
 
 impl View {
@@ -62,14 +67,33 @@ impl View {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
             return Err(self.outside(pgno));
         }
-        if let Some(b) = core.table.lookup(pgno, self.txid, whole) {
-            return Ok(PageRef::Held(b));
+        match &self.era {
+            Some(era) => {
+                if let Some(b) = core.table.lookup_in(pgno, self.txid, whole, era) {
+                    return Ok(PageRef::Borrowed(b));
+                }
+            }
+            None => {
+                if let Some(b) = core.table.lookup(pgno, self.txid, whole) {
+                    return Ok(PageRef::Held(b));
+                }
+            }
         }
         let p = self.map.page(pgno.get())?;
         if whole {
             crate::data::page::prefetch_all(p);
         }
         Ok(PageRef::Borrowed(p))
+    }
+
+    /// Page `pgno` of a snapshot's view again, already read (and verified) through `page`: the
+    /// table's version read in place, else the data file's (where the table's version is once
+    /// retired: the same bytes). For the handles that outlive the read (`api::Bytes`).
+    pub(crate) fn page_again<'a>(&'a self, core: &Core, pgno: PageNo) -> Option<&'a [u8]> {
+        if let Some(b) = self.era.as_ref().and_then(|era| core.table.lookup_in(pgno, self.txid, false, era)) {
+            return Some(b);
+        }
+        self.map.raw(pgno.get()).ok()
     }
 
     /// The error for a page number outside the snapshot (out of line: every page read checks).
@@ -84,7 +108,7 @@ impl View {
         first >= crate::data::file::FIRST_BITMAP_PAGE
             && first.get().checked_add(n).is_some_and(|end| end <= self.next_page.get())
             && self.map.verified_run(first.get(), n)
-            && (first.get()..first.get() + n).all(|pgno| core.table.get(PageNo::new(pgno), self.txid).is_none())
+            && (first.get()..first.get() + n).all(|pgno| !core.table.holds(PageNo::new(pgno), self.txid))
     }
 }
 
@@ -157,11 +181,13 @@ impl Snapshot {
 
     fn register(core: &Arc<Core>, refuse_closed: bool) -> Result<Arc<Snapshot>> {
         let now = core.opts.clock.now();
-        let (epoch, seat) = core.readers.begin(&core.data, &core.closed, refuse_closed, now, |c, map, memo| Epoch {
-            core: core.clone(),
-            view: View { txid: c.txid, next_page: c.next_page, map },
-            memo,
-        })?;
+        let era_gen = core.table.era_gen();
+        let (epoch, seat) =
+            core.readers.begin(&core.data, era_gen, &core.closed, refuse_closed, now, |c, map, memo| Epoch {
+                core: core.clone(),
+                view: View { txid: c.txid, next_page: c.next_page, map, era: Some(core.table.era()) },
+                memo,
+            })?;
         Ok(Arc::new(Snapshot { epoch, seat }))
     }
 
@@ -196,6 +222,11 @@ impl Snapshot {
     /// The page high-water mark of the snapshot.
     pub(crate) fn next_page(&self) -> PageNo {
         self.view().next_page
+    }
+
+    /// Page `pgno` again, already read through `page` (`View::page_again`).
+    pub(crate) fn page_again(&self, pgno: u64) -> Option<&[u8]> {
+        self.view().page_again(self.core(), PageNo::new(pgno))
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).

@@ -95,12 +95,15 @@ pub(crate) struct Committed {
 /// A state's shared memo (see `Readers::memo`).
 pub(crate) type Memo = Arc<dyn Any + Send + Sync>;
 
-/// What a lane's epoch was made from: it serves while all three are current.
+/// What a lane's epoch was made from: it serves while all four are current.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct EpochKey {
     committed: Committed,
     map_gen: u64,
     memo_gen: u64,
+    /// The page table's era generation (page_table invariant 5): an epoch made with an older
+    /// era keeps the versions retired since, so new snapshots do not begin from it.
+    era_gen: u64,
 }
 
 /// One lane's readers: slot -> (snapshot txid, start time), the count per txid, the write
@@ -235,6 +238,7 @@ impl Readers {
     pub(crate) fn begin<E: Any + Send + Sync>(
         &self,
         data: &DataFile,
+        era_gen: u64,
         closed: &crate::sync::AtomicBool,
         refuse_closed: bool,
         now: Duration,
@@ -249,8 +253,12 @@ impl Readers {
         let committed = self.committed();
         // Read after `committed` and before the map and the memo are taken: what is taken is at
         // least this new, and the map covers the committed pages.
-        let key =
-            EpochKey { committed, map_gen: data.map_generation(), memo_gen: self.committed.0.memo_gen.load(Acquire) };
+        let key = EpochKey {
+            committed,
+            map_gen: data.map_generation(),
+            memo_gen: self.committed.0.memo_gen.load(Acquire),
+            era_gen,
+        };
         let kept = l.epoch.as_ref().filter(|(k, _)| *k == key).and_then(|(_, e)| e.clone().downcast::<E>().ok());
         let epoch = match kept {
             Some(e) => e,
@@ -370,6 +378,16 @@ impl AllLanes<'_> {
     pub(crate) fn clear_epochs(&mut self) {
         for l in self.lanes.iter_mut() {
             l.epoch = None;
+        }
+    }
+
+    /// Forget the epochs made with a page-table era older than `era_gen`: a lane no snapshot
+    /// began on since a flush would otherwise keep the versions that flush retired.
+    pub(crate) fn clear_epochs_before(&mut self, era_gen: u64) {
+        for l in self.lanes.iter_mut() {
+            if l.epoch.as_ref().is_some_and(|(k, _)| k.era_gen < era_gen) {
+                l.epoch = None;
+            }
         }
     }
 }

@@ -61,6 +61,7 @@ pub(crate) fn stats(core: &Core) -> Stats {
         oldest_reader_txid: readers.iter().map(|r| r.txid).min(),
         readers,
         scratch_bytes: core.table.bytes(),
+        retired_kept_bytes: core.table.kept_bytes(),
         commits: Counters::get(&c.commits),
         journal_writes: Counters::get(&c.journal_writes),
         journal_direct_writes: Counters::get(&c.journal_direct_writes),

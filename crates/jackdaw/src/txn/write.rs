@@ -127,7 +127,7 @@ impl PageTxn {
             core: core.clone(),
             _guard: guard,
             readers_lane,
-            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map() },
+            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map(), era: None },
             next_page: c.next_page.get(),
             dirty: PgnoMap::default(),
             free,
