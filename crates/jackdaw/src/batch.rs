@@ -411,14 +411,19 @@ fn fail_all(m: &Merger, e: &Error) {
 }
 
 /// Commit `batch` on the calling thread in a write transaction of its own, as the merger would
-/// alone (validated first, so a bad batch changes nothing), when the writer is free: `Err(batch)`
-/// back when it is not (another writer, or the transaction could not begin), for the queue.
+/// alone (validated first, so a bad batch changes nothing), when the writer is free (or, with
+/// `wait`, once it is): `Err(batch)` back when it is not (another writer, or the transaction
+/// could not begin), for the queue.
 /// `Env::write_batch` takes this path when the merger is idle and commits are not `Sync`: one
 /// caller's batches then cost no hand-over between threads (three wake-ups a batch, ~150 us on
 /// a 2-core VM: 5.8 k single-record batches/s in `Buffered` against 43.8 k write
 /// transactions/s). `Sync` commits keep the queue, where concurrent callers share one sync.
-pub(crate) fn commit_here(core: &Arc<Core>, batch: WriteBatch) -> std::result::Result<Result<()>, WriteBatch> {
-    let Ok(mut tx) = WriteTxn::begin(core, false) else {
+pub(crate) fn commit_here(
+    core: &Arc<Core>,
+    batch: WriteBatch,
+    wait: bool,
+) -> std::result::Result<Result<()>, WriteBatch> {
+    let Ok(mut tx) = WriteTxn::begin(core, wait) else {
         return Err(batch);
     };
     Ok(validate(&mut tx, core.db_id(), &batch)

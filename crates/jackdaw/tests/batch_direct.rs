@@ -1,5 +1,6 @@
 //! `Env::write_batch` commits on the calling thread when the merger is idle and commits are not
-//! `Sync` (no hand-over between threads), and keeps every rule of a merged batch. Its own test
+//! `Sync` (no hand-over between threads; one caller at a time waits there for a busy writer),
+//! and keeps every rule of a merged batch. Its own test
 //! binary: it counts the process's merger threads, which other tests running beside it could
 //! start.
 mod common;
@@ -54,6 +55,37 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
     assert_eq!(r.tree_stats(&t).unwrap().entries, 100);
     assert!(r.get(&t, b"c").unwrap().is_none() && r.get(&t, b"d").unwrap().is_none());
     assert_eq!(r.multi_count(&m, b"k").unwrap(), 100);
+    drop(r);
+
+    // The writer busy: one caller waits for it on its own thread (still no merger thread); a
+    // second caller meanwhile goes to the merger, which packs such callers' batches together.
+    let tx = env.write().unwrap();
+    let put = |k: &'static [u8]| {
+        let mut b = WriteBatch::new();
+        b.put(&t, k, b"w");
+        env.write_batch(b)
+    };
+    std::thread::scope(|s| {
+        let first = s.spawn(|| put(b"w1"));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!first.is_finished(), "a batch committed while another thread held the writer");
+        if let Some(n) = merger_threads() {
+            assert_eq!(n, 0, "the one caller waiting for the writer waits on its own thread");
+        }
+        let second = s.spawn(|| put(b"w2"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while merger_threads() == Some(0) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if let Some(n) = merger_threads() {
+            assert!(n > 0, "a second caller while one waits goes to the merger");
+        }
+        drop(tx);
+        first.join().unwrap().unwrap();
+        second.join().unwrap().unwrap();
+    });
+    let r = env.read().unwrap();
+    assert!(r.get(&t, b"w1").unwrap().is_some() && r.get(&t, b"w2").unwrap().is_some());
     drop(r);
     env.close().unwrap();
     drop(env);
