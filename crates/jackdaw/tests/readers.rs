@@ -7,7 +7,8 @@
 //!   transaction outlives it (the lanes' epochs hold the environment: `close` must let go).
 //! - A snapshot reads the page table's versions in place (page_table invariant 5): values it
 //!   returned and an iterator half-way through stay right after a flush retires those versions
-//!   and later commits reuse page buffers.
+//!   and later commits reuse page buffers; a reader held across many flushes keeps at most what
+//!   the table held when it began.
 
 mod common;
 use common::tmpdir;
@@ -182,4 +183,48 @@ fn versions_read_in_place_survive_the_flush_that_retires_them() {
     }
     drop(r);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// A read transaction held across many commits and flushes keeps at most the page versions the
+/// table held when it began (the only ones a flush can retire while it lives: versions at or
+/// below its id), not one more per flush; they are freed when it ends.
+#[test]
+fn a_long_reader_keeps_no_more_than_the_table_held_when_it_began() {
+    let dir = tmpdir("readers-long");
+    let env = Env::open(&*dir, Options::default().flusher(FlusherMode::Manual)).unwrap();
+    let key = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 5_000).to_be_bytes();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    for c in 0..20u64 {
+        let mut tx = env.write().unwrap();
+        for i in 0..250 {
+            tx.put(&t, key(c * 250 + i), [c as u8; 200]).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let held_at_begin = env.stats().scratch_bytes;
+    let r = env.read().unwrap();
+    let before: Vec<Option<Vec<u8>>> = (0..5_000).map(|i| r.get(&t, key(i)).unwrap().map(|b| b.to_vec())).collect();
+    for c in 20..80u64 {
+        let mut tx = env.write().unwrap();
+        for i in 0..250 {
+            tx.put(&t, key(c * 250 + i), [c as u8; 200]).unwrap();
+        }
+        tx.commit().unwrap();
+        env.flush().unwrap();
+    }
+    let st = env.stats();
+    assert!(st.retired_kept_bytes > 0, "the first flush retired versions the reader may read");
+    assert!(
+        st.retired_kept_bytes <= held_at_begin,
+        "kept {} bytes, more than the {held_at_begin} the table held when the reader began",
+        st.retired_kept_bytes
+    );
+    for (i, v) in before.iter().enumerate() {
+        assert_eq!(r.get(&t, key(i as u64)).unwrap().map(|b| b.to_vec()), *v, "key {i}");
+    }
+    drop(r);
+    env.flush().unwrap();
+    assert_eq!(env.stats().retired_kept_bytes, 0, "freed once the reader is gone and a flush began");
 }
