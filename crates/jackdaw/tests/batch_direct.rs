@@ -1,5 +1,5 @@
 //! `Env::write_batch` commits on the calling thread when the merger is idle and commits are not
-//! `Sync` (no hand-over between threads; one caller at a time waits there for a busy writer),
+//! `Sync` (no hand-over between threads; up to two callers at a time wait there for a busy writer),
 //! and keeps every rule of a merged batch. Its own test
 //! binary: it counts the process's merger threads, which other tests running beside it could
 //! start.
@@ -57,8 +57,8 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
     assert_eq!(r.multi_count(&m, b"k").unwrap(), 100);
     drop(r);
 
-    // The writer busy: one caller waits for it on its own thread (still no merger thread); a
-    // second caller meanwhile goes to the merger, which packs such callers' batches together.
+    // The writer busy: two callers wait for it on their own threads (still no merger thread); a
+    // third caller meanwhile goes to the merger, which packs such callers' batches together.
     let tx = env.write().unwrap();
     let put = |k: &'static [u8]| {
         let mut b = WriteBatch::new();
@@ -67,25 +67,30 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
     };
     std::thread::scope(|s| {
         let first = s.spawn(|| put(b"w1"));
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        assert!(!first.is_finished(), "a batch committed while another thread held the writer");
-        if let Some(n) = merger_threads() {
-            assert_eq!(n, 0, "the one caller waiting for the writer waits on its own thread");
-        }
         let second = s.spawn(|| put(b"w2"));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !first.is_finished() && !second.is_finished(),
+            "a batch committed while another thread held the writer"
+        );
+        if let Some(n) = merger_threads() {
+            assert_eq!(n, 0, "the two callers waiting for the writer wait on their own threads");
+        }
+        let third = s.spawn(|| put(b"w3"));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while merger_threads() == Some(0) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         if let Some(n) = merger_threads() {
-            assert!(n > 0, "a second caller while one waits goes to the merger");
+            assert!(n > 0, "a third caller while two wait goes to the merger");
         }
         drop(tx);
         first.join().unwrap().unwrap();
         second.join().unwrap().unwrap();
+        third.join().unwrap().unwrap();
     });
     let r = env.read().unwrap();
-    assert!(r.get(&t, b"w1").unwrap().is_some() && r.get(&t, b"w2").unwrap().is_some());
+    assert!(["w1", "w2", "w3"].iter().all(|k| r.get(&t, k).unwrap().is_some()));
     drop(r);
     env.close().unwrap();
     drop(env);
