@@ -27,7 +27,8 @@ const LOCK_FILE: &str = "lock";
 /// `write_batch` callers that meet a busy writer and commit on their own thread at most at once
 /// (the rest go to the merger). One was too few: a caller that met the writer busy while that
 /// one was still committing went to the merger (YCSB A at 2 threads 137–140 k ops/s with one,
-/// 148–151 k with two, F 113–124 k → 138–146 k); every caller was far too many (above).
+/// 148–151 k with two, F 113–124 k → 138–146 k); every caller was far too many (a convoy on
+/// the writer mutex, see `Env::write_batch`).
 const DIRECT_MAX: usize = 2;
 
 /// An open database. Cheap to clone (an `Arc` inside); `Send + Sync`.
@@ -150,8 +151,8 @@ impl Env {
     /// environment's durability. A thread holding a `WriteTxn` gets `Error::Busy` (it would wait
     /// for itself). When the durability is not `Sync` and the merger has nothing queued or in
     /// flight, the batch is committed on the calling thread instead (same rules, no hand-over
-    /// between threads): at once when the writer lock is free, else one such caller at a time
-    /// waits for it, and the others go to the merger, which packs their batches into shared
+    /// between threads): at once when the writer lock is free, else up to `DIRECT_MAX` such
+    /// callers at a time wait for it, and the others go to the merger, which packs their batches into shared
     /// commits. `Sync` batches always go through the merger, which shares one sync among the
     /// batches of concurrent callers.
     pub fn write_batch(&self, batch: WriteBatch) -> Result<()> {
@@ -174,16 +175,16 @@ impl Env {
             // into shared commits: with every caller waiting on the mutex, YCSB A at 16 threads
             // fell from ~120 k to ~40 k ops/s.
             let waiting = &self.handle.waiting_here;
-            if waiting.fetch_add(1, SeqCst) < DIRECT_MAX {
-                let r = crate::batch::commit_here(core, batch, true);
-                waiting.fetch_sub(1, SeqCst);
-                match r {
-                    Ok(r) => return r,
-                    Err(batch) => return self.write_batch_async(batch).wait(),
-                }
-            }
+            let r = if waiting.fetch_add(1, SeqCst) < DIRECT_MAX {
+                crate::batch::commit_here(core, batch, true)
+            } else {
+                Err(batch)
+            };
             waiting.fetch_sub(1, SeqCst);
-            return self.write_batch_async(batch).wait();
+            return match r {
+                Ok(r) => r,
+                Err(batch) => self.write_batch_async(batch).wait(),
+            };
         }
         self.write_batch_async(batch).wait()
     }

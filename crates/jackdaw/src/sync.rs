@@ -2,10 +2,11 @@
 //!
 //! Every other module takes its concurrency primitives from here, never from `parking_lot` or
 //! `std::sync` directly (plain `Arc` and statistics counters excepted: they never block). A normal
-//! build re-exports `parking_lot` and `std` (and wraps `crossbeam_utils`'s sharded lock). A build with the `shuttle` feature swaps in
-//! wrappers over the `shuttle` crate's primitives with the same (parking_lot-shaped) API, so that
-//! the deterministic scheduler of `tests/shuttle.rs` sees — and chooses the interleaving of —
-//! every lock, wait, notify, atomic access, channel operation and thread of the engine.
+//! build re-exports `parking_lot` and `std` (and wraps `crossbeam_utils`'s sharded lock). A build
+//! with the `shuttle` feature swaps in wrappers over the `shuttle` crate's primitives with the
+//! same (parking_lot-shaped) API, so that the deterministic scheduler of `tests/shuttle.rs` sees —
+//! and chooses the interleaving of — every lock, wait, notify, atomic access, channel operation
+//! and thread of the engine.
 //!
 //! Invariant: no code of the engine blocks on anything that is not from this module (or on I/O
 //! through the `Storage` trait); otherwise a shuttle schedule could hang on a lock its scheduler

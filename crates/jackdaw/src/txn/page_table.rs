@@ -90,6 +90,17 @@ fn prune_due(vs: &Versions, visible: TxId, needed: &[TxId]) -> bool {
     vs.len() > 2 * (in_range + above + 1)
 }
 
+/// The newest version of `pgno` at or before `txid` in `m`; with `whole`, every line of it starts
+/// loading (see `lookup`).
+#[inline(always)]
+fn newest(m: &VersionMap, pgno: PageNo, txid: TxId, whole: bool) -> Option<&PageBuf> {
+    let (_, b) = m.get(&pgno)?.iter().rev().find(|(t, _)| *t <= txid)?;
+    if whole {
+        crate::data::page::prefetch_all(b);
+    }
+    Some(b)
+}
+
 pub(crate) struct PageTable {
     /// Read on every thread (a reader's lock is its thread's own: no line written in common),
     /// written by commits and flushes.
@@ -121,14 +132,17 @@ impl Default for PageTable {
 
 /// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
 /// steady stream of commits no page buffer is allocated or freed.
-/// Also counts the bytes of retired versions eras keep (invariant 5).
 #[derive(Default)]
-struct Pool(Mutex<Vec<PageBuf>>, AtomicU64);
+struct Pool {
+    bufs: Mutex<Vec<PageBuf>>,
+    /// Bytes of the retired versions eras keep (invariant 5).
+    kept: AtomicU64,
+}
 
 impl Pool {
     /// Keep the buffers nothing else holds, up to `POOL_MAX`; free the others.
     fn give(&self, dropped: Vec<PageBuf>) {
-        let mut pool = self.0.lock();
+        let mut pool = self.bufs.lock();
         for mut b in dropped {
             if pool.len() >= POOL_MAX {
                 break;
@@ -140,34 +154,30 @@ impl Pool {
     }
 }
 
-/// The versions retired while it was current, kept for the views made with it or an earlier
-/// era (invariant 5). Holds the era after it.
+/// A span of retires, for the views made while it was current (invariant 5).
 pub(crate) struct Era {
-    retired: Mutex<Vec<PageBuf>>,
-    next: Mutex<Option<Arc<Era>>>,
+    /// Set when the era stops being current: the versions retired then, kept for the views made
+    /// with it or an earlier era, and the era after it, which it holds.
+    after: Mutex<Option<(Vec<PageBuf>, Arc<Era>)>>,
     pool: Arc<Pool>,
 }
 
 impl Era {
     fn new(pool: Arc<Pool>) -> Era {
-        Era { retired: Mutex::new(Vec::new()), next: Mutex::new(None), pool }
+        Era { after: Mutex::new(None), pool }
     }
 }
 
 impl Drop for Era {
+    /// Pool the versions this era kept, then do the same for the eras after it that nothing
+    /// else holds, one by one: a snapshot held across thousands of flushes holds a chain as
+    /// long, which a recursive drop would follow on the stack.
     fn drop(&mut self) {
-        let retired = std::mem::take(&mut *self.retired.lock());
-        self.pool.1.fetch_sub(retired.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
-        self.pool.give(retired);
-        // The eras after this one that nothing else holds go too, one by one: a snapshot held
-        // across thousands of flushes holds a chain as long, which a recursive drop would
-        // follow on the stack.
-        let mut next = self.next.lock().take();
-        while let Some(e) = next {
-            match Arc::try_unwrap(e) {
-                Ok(e) => next = e.next.lock().take(),
-                Err(_) => break,
-            }
+        let mut after = self.after.lock().take();
+        while let Some((retired, next)) = after {
+            self.pool.kept.fetch_sub(retired.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
+            self.pool.give(retired);
+            after = Arc::try_unwrap(next).ok().and_then(|e| e.after.lock().take());
         }
     }
 }
@@ -189,48 +199,39 @@ impl PageTable {
     /// (`examples/rndread … hot`: ~15% a get).
     #[inline(always)]
     pub(crate) fn lookup(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
-        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
+        if !self.may_hold(pgno) {
             return None;
         }
         self.get_locked(pgno, txid, whole)
     }
 
     fn get_locked(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
-        let m = self.map.read();
-        let vs = m.get(&pgno)?;
-        let (_, b) = vs.iter().rev().find(|(t, _)| *t <= txid)?;
-        if whole {
-            crate::data::page::prefetch_all(b);
-        }
-        Some(b.clone())
+        newest(&self.map.read(), pgno, txid, whole).cloned()
+    }
+
+    /// Whether the table may hold versions of `pgno`, from the atomics alone (invariant 3).
+    #[inline(always)]
+    fn may_hold(&self, pgno: PageNo) -> bool {
+        self.count.load(Ordering::Acquire) != 0 && self.present[bucket(pgno)].load(Ordering::Acquire) != 0
     }
 
     /// `lookup`, read in place for as long as `era` lives (invariant 5: `era` must be the one
     /// `era()` returned before this call), writing nothing: no reference count of the image.
     #[inline(always)]
     pub(crate) fn lookup_in<'a>(&self, pgno: PageNo, txid: TxId, whole: bool, era: &'a Era) -> Option<&'a [u8]> {
-        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
+        if !self.may_hold(pgno) {
             return None;
         }
         self.find_in(pgno, txid, whole, era)
     }
 
     fn find_in<'a>(&self, pgno: PageNo, txid: TxId, whole: bool, era: &'a Era) -> Option<&'a [u8]> {
-        let m = self.map.read();
-        let vs = m.get(&pgno)?;
-        let (_, b) = vs.iter().rev().find(|(t, _)| *t <= txid)?;
-        if whole {
-            crate::data::page::prefetch_all(b);
-        }
-        Some(crate::storage::sys::kept_for(b, era))
+        newest(&self.map.read(), pgno, txid, whole).map(|b| crate::storage::sys::kept_for(b, era))
     }
 
     /// Whether the table holds a version of `pgno` at or before `txid`.
     pub(crate) fn holds(&self, pgno: PageNo, txid: TxId) -> bool {
-        if self.count.load(Ordering::Acquire) == 0 || self.present[bucket(pgno)].load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        self.map.read().get(&pgno).is_some_and(|vs| vs.iter().any(|(t, _)| *t <= txid))
+        self.may_hold(pgno) && newest(&self.map.read(), pgno, txid, false).is_some()
     }
 
     /// The current era, for a view's lookups (invariant 5).
@@ -322,11 +323,10 @@ impl PageTable {
         }
         // Invariant 5: into the current era, which a new one replaces; freed (or pooled) once
         // no view made with it or an earlier era remains (at once when there is none).
-        let mut cur = self.era.lock();
-        self.pool.1.fetch_add(dropped.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
-        cur.retired.lock().extend(dropped);
+        self.pool.kept.fetch_add(dropped.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
         let next = Arc::new(Era::new(self.pool.clone()));
-        *cur.next.lock() = Some(next.clone());
+        let mut cur = self.era.lock();
+        *cur.after.lock() = Some((dropped, next.clone()));
         *cur = next;
         self.era_gen.fetch_add(1, Ordering::Release);
     }
@@ -356,7 +356,7 @@ impl PageTable {
 
     /// A pooled buffer of `len` bytes, if the pool has one (pooled buffers are unique).
     fn pooled(&self, len: usize) -> Option<PageBuf> {
-        self.pool.0.lock().pop().filter(|b| b.len() == len)
+        self.pool.bufs.lock().pop().filter(|b| b.len() == len)
     }
 
     /// Give buffers nothing else holds to the pool: versions no snapshot reads (invariant 5),
@@ -373,7 +373,7 @@ impl PageTable {
 
     /// Bytes of retired page images kept for snapshots that may still read them (invariant 5).
     pub(crate) fn kept_bytes(&self) -> u64 {
-        self.pool.1.load(Ordering::Relaxed)
+        self.pool.kept.load(Ordering::Relaxed)
     }
 
     pub(crate) fn pages(&self) -> usize {
@@ -426,7 +426,7 @@ mod tests {
     }
 
     fn pooled(t: &PageTable) -> usize {
-        t.pool.0.lock().len()
+        t.pool.bufs.lock().len()
     }
 
     /// Invariant 5: a version found through an era and then retired stays allocated and
