@@ -18,17 +18,18 @@ use crate::txn::core::{Committed, Core, Opened};
 use crate::txn::{flusher, page_table::PageTable};
 use crate::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
+
+use std::sync::atomic::Ordering::SeqCst;
 
 use crate::data::DATA_FILE;
 const LOCK_FILE: &str = "lock";
 
-/// `write_batch` callers that meet a busy writer and commit on their own thread at most at once
-/// (the rest go to the merger). One was too few: a caller that met the writer busy while that
-/// one was still committing went to the merger (YCSB A at 2 threads 137–140 k ops/s with one,
-/// 148–151 k with two, F 113–124 k → 138–146 k); every caller was far too many (a convoy on
-/// the writer mutex, see `Env::write_batch`).
+/// `write_batch` callers that meet a busy writer and wait for its mutex on their own thread at
+/// most at once (the rest commit in a group, `batch::Group`). One was too few: a caller that met
+/// the writer busy while that one was still committing went to the merger (YCSB A at 2 threads
+/// 137–140 k ops/s with one, 148–151 k with two, F 113–124 k → 138–146 k); every caller was far
+/// too many (a convoy on the writer mutex, see `Env::write_batch`).
 const DIRECT_MAX: usize = 2;
 
 /// An open database. Cheap to clone (an `Arc` inside); `Send + Sync`.
@@ -41,9 +42,11 @@ struct Handle {
     core: Arc<Core>,
     flusher: Mutex<Option<JoinHandle<()>>>,
     merger: Mutex<Option<MergerThreads>>,
-    /// `write_batch` callers that met a busy writer and commit on their own thread (waiting for
-    /// the writer lock, then committing): at most `DIRECT_MAX`.
+    /// `write_batch` callers that met a busy writer and wait for its mutex on their own thread:
+    /// at most `DIRECT_MAX`.
     waiting_here: crate::sync::AtomicUsize,
+    /// The other callers that met a busy writer, committing in groups on their own threads.
+    group: crate::batch::Group,
 }
 
 impl Drop for Handle {
@@ -97,6 +100,7 @@ impl Env {
                 flusher: Mutex::new(flusher),
                 merger: Mutex::new(None),
                 waiting_here: crate::sync::AtomicUsize::new(0),
+                group: crate::batch::Group::default(),
             }),
         })
     }
@@ -147,14 +151,14 @@ impl Env {
         self.handle.close()
     }
 
-    /// Submit a batch to the transaction merger and wait until it is committed with the
-    /// environment's durability. A thread holding a `WriteTxn` gets `Error::Busy` (it would wait
-    /// for itself). When the durability is not `Sync` and the merger has nothing queued or in
-    /// flight, the batch is committed on the calling thread instead (same rules, no hand-over
-    /// between threads): at once when the writer lock is free, else up to `DIRECT_MAX` such
-    /// callers at a time wait for it, and the others go to the merger, which packs their batches into shared
-    /// commits. `Sync` batches always go through the merger, which shares one sync among the
-    /// batches of concurrent callers.
+    /// Commit a batch and wait until it is committed with the environment's durability. A
+    /// thread holding a `WriteTxn` gets `Error::Busy` (it would wait for itself). When the
+    /// durability is not `Sync` and the merger has nothing queued or in flight, the batch is
+    /// committed on the calling thread (same rules, no hand-over between threads): at once when
+    /// the writer lock is free, else in a group with the other callers that found it taken (one
+    /// of them commits the batches queued by the time it gets the writer in one transaction).
+    /// `Sync` batches go through the merger, which shares one sync among the batches of
+    /// concurrent callers.
     pub fn write_batch(&self, batch: WriteBatch) -> Result<()> {
         let core = self.core();
         if core.opts().durability != crate::Durability::Sync
@@ -163,30 +167,42 @@ impl Env {
             && crate::txn::write::refuse_if_held(core).is_ok()
             && self.handle.merger.lock().as_ref().is_none_or(|m| m.idle())
         {
-            let batch = match crate::batch::commit_here(core, batch, false) {
-                Ok(r) => return r,
-                Err(batch) => batch,
-            };
-            // The writer is busy (two threads' single-record batches collide often). Waiting for
-            // the writer lock costs one wake-up; the merger's path costs three, on threads that
-            // need a processor of their own: with as many callers as cores, YCSB D at 2 threads
-            // ran no faster than at 1. At most `DIRECT_MAX` callers do so at a time (one
-            // committing, one waiting); the others queue, and the merger packs their batches
-            // into shared commits: with every caller waiting on the mutex, YCSB A at 16 threads
-            // fell from ~120 k to ~40 k ops/s.
-            let waiting = &self.handle.waiting_here;
-            let r = if waiting.fetch_add(1, SeqCst) < DIRECT_MAX {
-                crate::batch::commit_here(core, batch, true)
-            } else {
-                Err(batch)
-            };
-            waiting.fetch_sub(1, SeqCst);
-            return match r {
-                Ok(r) => r,
-                Err(batch) => self.write_batch_async(batch).wait(),
-            };
+            let group = &self.handle.group;
+            if group.idle() {
+                let batch = match crate::batch::commit_here(core, batch, false) {
+                    Ok(r) => return r,
+                    Err(batch) => batch,
+                };
+                // The writer is busy (two threads' single-record batches collide often). Up to
+                // `DIRECT_MAX` callers wait for its mutex (one wake-up each, and the caller
+                // holding it is usually running); more, and the mutex makes a convoy (one commit
+                // a batch and a thread switch each: YCSB A at 16 threads fell from ~120 k to
+                // ~40 k ops/s), so the others commit in a group. The merger's path costs three
+                // wake-ups a batch, on threads that need a processor of their own (YCSB D at 2
+                // threads ran no faster than at 1 that way).
+                let waiting = &self.handle.waiting_here;
+                let r = if waiting.fetch_add(1, SeqCst) < DIRECT_MAX {
+                    crate::batch::commit_here(core, batch, true)
+                } else {
+                    Err(batch)
+                };
+                waiting.fetch_sub(1, SeqCst);
+                return match r {
+                    Ok(r) => r,
+                    Err(batch) => group.commit(core, batch),
+                };
+            }
+            // A group leads: queue behind it rather than race it for the writer mutex.
+            return group.commit(core, batch);
         }
         self.write_batch_async(batch).wait()
+    }
+
+    internals_pub! {
+        /// `write_batch` callers waiting in a group for a leader to take their batch (tests).
+        fn queued_batches(&self) -> usize {
+            self.handle.group.queued()
+        }
     }
 
     /// Submit a batch; `wait()` on the handle blocks until it is committed.

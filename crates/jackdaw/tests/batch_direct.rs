@@ -1,6 +1,6 @@
 //! `Env::write_batch` commits on the calling thread when the merger is idle and commits are not
-//! `Sync` (no hand-over between threads; up to two callers at a time wait there for a busy writer),
-//! and keeps every rule of a merged batch. Its own test
+//! `Sync` (no hand-over between threads; up to two callers at a time wait there for a busy writer,
+//! the others commit in groups on their own threads), and keeps every rule of a merged batch. Its own test
 //! binary: it counts the process's merger threads, which other tests running beside it could
 //! start.
 mod common;
@@ -57,13 +57,22 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
     assert_eq!(r.multi_count(&m, b"k").unwrap(), 100);
     drop(r);
 
-    // The writer busy: two callers wait for it on their own threads (still no merger thread); a
-    // third caller meanwhile goes to the merger, which packs such callers' batches together.
+    // The writer busy: two callers wait for it on their own threads (still no merger thread); the
+    // callers that come while two wait queue in a group, whose leader commits every batch queued
+    // by the time it gets the writer in one transaction (a bad batch among them fails alone).
     let tx = env.write().unwrap();
-    let put = |k: &'static [u8]| {
+    let commits = env.stats().commits;
+    let put = |k: &[u8]| {
         let mut b = WriteBatch::new();
         b.put(&t, k, b"w");
         env.write_batch(b)
+    };
+    let wait_queued = |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while env.queued_batches() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(env.queued_batches(), n, "callers queued in the group");
     };
     std::thread::scope(|s| {
         let first = s.spawn(|| put(b"w1"));
@@ -73,24 +82,33 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
             !first.is_finished() && !second.is_finished(),
             "a batch committed while another thread held the writer"
         );
-        if let Some(n) = merger_threads() {
-            assert_eq!(n, 0, "the two callers waiting for the writer wait on their own threads");
+        assert_eq!(env.queued_batches(), 0, "the first two callers wait for the writer, not in the group");
+        let mut grouped = Vec::new();
+        for i in 0..5u8 {
+            grouped.push(s.spawn(move || put(&[b'g', b'0' + i])));
+            // One at a time, so that the direct waiters are surely two (their count is only
+            // a bound while callers arrive together).
+            wait_queued(i as usize + 1);
         }
-        let third = s.spawn(|| put(b"w3"));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while merger_threads() == Some(0) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let bad = s.spawn(|| put(&[7u8; 5000]));
+        wait_queued(6);
         if let Some(n) = merger_threads() {
-            assert!(n > 0, "a third caller while two wait goes to the merger");
+            assert_eq!(n, 0, "callers waiting for the writer wait on their own threads, not the merger's");
         }
         drop(tx);
         first.join().unwrap().unwrap();
         second.join().unwrap().unwrap();
-        third.join().unwrap().unwrap();
+        for g in grouped {
+            g.join().unwrap().unwrap();
+        }
+        assert!(matches!(bad.join().unwrap(), Err(Error::KeyTooLarge { .. })), "a bad batch in a group fails alone");
     });
+    assert_eq!(env.stats().commits - commits, 3, "two direct commits and one for the group's five good batches");
+    assert_eq!(env.queued_batches(), 0);
     let r = env.read().unwrap();
-    assert!(["w1", "w2", "w3"].iter().all(|k| r.get(&t, k).unwrap().is_some()));
+    for k in ["w1", "w2", "g0", "g1", "g2", "g3", "g4"] {
+        assert!(r.get(&t, k).unwrap().is_some(), "{k} committed");
+    }
     drop(r);
     env.close().unwrap();
     drop(env);

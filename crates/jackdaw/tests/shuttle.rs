@@ -10,6 +10,11 @@
 //!   and after, `flush()` returns;
 //! - after close and reopen (recovery) the database holds exactly the last commit of each writer.
 //!
+//! A second test (`batch_groups_under_shuttle`) schedules five `write_batch` callers in
+//! `Buffered` against a writer holding transactions and a reader: the callers that find the
+//! writer busy wait for its mutex or commit in groups on their own threads (`batch::Group`);
+//! every caller returns, no snapshot holds half a batch, every batch is there after a reopen.
+//!
 //! The workload (keys, values from empty to overflow-sized, deletes, durability modes) comes from
 //! the seed; schedules come from the seed too (random scheduler, then PCT). The seed is printed
 //! and `JACKDAW_SEED` replays the same run; `JACKDAW_SHUTTLE_SCHEDULES` sets the count per
@@ -216,5 +221,99 @@ fn writer_flusher_readers_batches_under_shuttle() {
     let random = run("random", RandomScheduler::new_from_seed(seed, per), &plan);
     let pct = run("pct(depth 3)", PctScheduler::new_from_seed(seed, 3, per), &plan);
     println!("shuttle: {} schedules in all (seed {seed}), 0 failures", random + pct);
+    assert_eq!(random + pct, 2 * per);
+}
+
+/// `write_batch` callers on their own threads in `Buffered` (no merger): with the writer held by
+/// a transaction, callers past the two that wait for its mutex commit in groups (`batch::Group`:
+/// a leader takes the queued batches, commits them, tells each caller, passes the lead on). Each
+/// schedule checks that every caller returns `Ok`, that a reader never sees half a batch (each
+/// puts a key and its mirror), and that every batch is there at the end and after a reopen.
+fn one_group_schedule() {
+    let storage = MemStorage::new();
+    let env = Arc::new(Env::open("/db", opts(&storage).durability(Durability::Buffered)).unwrap());
+    let u = {
+        let mut w = env.write().unwrap();
+        let u = w.create_tree("u").unwrap();
+        w.commit().unwrap();
+        u
+    };
+    const CALLERS: u8 = 5;
+    let mut threads = Vec::new();
+    {
+        let (env, u) = (env.clone(), u.clone());
+        threads.push(thread::spawn(move || {
+            for i in 0..2u8 {
+                let mut w = env.write().unwrap();
+                w.put(&u, [b'w', i], b"x").unwrap();
+                thread::yield_now();
+                w.commit().unwrap();
+            }
+        }));
+    }
+    for c in 0..CALLERS {
+        let (env, u) = (env.clone(), u.clone());
+        threads.push(thread::spawn(move || {
+            for i in 0..2u8 {
+                let mut b = WriteBatch::new();
+                b.put(&u, [b'b', c, i], b"v");
+                b.put(&u, [b'm', c, i], b"v");
+                env.write_batch(b).unwrap();
+            }
+        }));
+    }
+    {
+        let (env, u) = (env.clone(), u.clone());
+        threads.push(thread::spawn(move || {
+            for _ in 0..3 {
+                let r = env.read().unwrap();
+                for c in 0..CALLERS {
+                    for i in 0..2u8 {
+                        let b = r.get(&u, [b'b', c, i]).unwrap().is_some();
+                        let m = r.get(&u, [b'm', c, i]).unwrap().is_some();
+                        assert_eq!(b, m, "a snapshot holds half of batch {c}/{i}");
+                    }
+                }
+                drop(r);
+                thread::yield_now();
+            }
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let all = |env: &Env| {
+        let r = env.read().unwrap();
+        let n = r.range::<[u8], _>(&u, ..).unwrap().count();
+        assert_eq!(n, 2 + 4 * CALLERS as usize, "every commit and batch is in the tree");
+    };
+    all(&env);
+    assert_eq!(env.queued_batches(), 0);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+    env.close().unwrap();
+    drop(env);
+    let env = Env::open("/db", opts(&storage)).unwrap();
+    all(&env);
+    env.close().unwrap();
+}
+
+#[test]
+fn batch_groups_under_shuttle() {
+    let seed = seed();
+    let per = std::env::var("JACKDAW_SHUTTLE_SCHEDULES").ok().and_then(|s| s.parse().ok()).unwrap_or(5000) / 5;
+    let config = || {
+        let mut config = Config::new();
+        config.stack_size = 1 << 20;
+        config.silence_warnings = true;
+        config
+    };
+    let t0 = std::time::Instant::now();
+    let random = Runner::new(RandomScheduler::new_from_seed(seed, per), config()).run(one_group_schedule);
+    let pct = Runner::new(PctScheduler::new_from_seed(seed, 3, per), config()).run(one_group_schedule);
+    println!(
+        "shuttle groups: {} schedules (seed {seed}), 0 failures, {:.1} s",
+        random + pct,
+        t0.elapsed().as_secs_f64()
+    );
     assert_eq!(random + pct, 2 * per);
 }
