@@ -125,3 +125,42 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
     assert!(env.read().unwrap().get(&t, b"s").unwrap().is_some());
     env.close().unwrap();
 }
+
+/// Closing while callers wait for the writer (two on its mutex, the rest in a group): every
+/// caller returns, none hangs, and a batch that did not commit reports `Closed`.
+#[test]
+fn callers_waiting_for_the_writer_return_when_the_environment_closes() {
+    let dir = TestDb::dir("batch_direct_close");
+    let env = Env::open(&dir, test_opts().durability(Durability::Buffered)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    let tx = env.write().unwrap();
+    std::thread::scope(|s| {
+        let callers: Vec<_> = (0..6u8)
+            .map(|i| {
+                let (env, t) = (&env, &t);
+                s.spawn(move || {
+                    let mut b = WriteBatch::new();
+                    b.put(t, [i], b"v");
+                    env.write_batch(b)
+                })
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while env.queued_batches() < 4 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(env.queued_batches(), 4, "four callers queued in the group behind the two waiting");
+        // This thread holds the writer: close does not wait for it, and says so.
+        assert!(matches!(env.close(), Err(Error::Busy(_))));
+        drop(tx);
+        for c in callers {
+            match c.join().unwrap() {
+                Err(Error::Closed) => {}
+                other => panic!("a caller waiting across close got {other:?}, not Closed"),
+            }
+        }
+    });
+    assert_eq!(env.queued_batches(), 0);
+}
