@@ -17,13 +17,14 @@
 use crate::api::{check_key, check_value_len, Tree, WriteTxn};
 use crate::sync::mpsc::{self, Receiver, SyncSender};
 use crate::sync::thread::JoinHandle;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{AtomicBool, Condvar, Mutex};
 use crate::tree::node::max_key_size;
 use crate::txn::core::Core;
 use crate::txn::write::Prepared;
 use crate::typed::{AsKey, AsValue, Key, TypedTree, Value};
 use crate::{Error, Result};
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Bytes of keys and values merged into one transaction at most.
@@ -457,14 +458,6 @@ enum Turn {
     Lead,
 }
 
-#[derive(Default)]
-struct Members {
-    waiting: VecDeque<Pending<SyncSender<Turn>>>,
-    /// A caller leads: it is committing, or it was told to lead and will take the waiting
-    /// batches (invariant: while any batch waits, one caller leads).
-    leading: bool,
-}
-
 /// Group commit on the callers' own threads, for `write_batch` callers that meet a busy writer
 /// when commits are not `Sync`. Each queues its batch; one of them leads: it waits for the
 /// writer, takes every batch queued by then (up to `MAX_TX_BYTES`), commits them in one
@@ -473,12 +466,17 @@ struct Members {
 /// on threads that were going to run anyway; the merger's path costs three wake-ups a batch on
 /// two threads of its own.
 ///
-/// Invariant: while a batch waits, some caller leads (`Members::leading`) and will take it: the
-/// lead passes on under the lock, and on a leader's panic too (`PassOn`). Every waiting caller
-/// gets exactly one `Done`.
+/// Invariant: while a batch waits, some caller leads (`leading`) and will take it: the lead
+/// passes on under the lock, and on a leader's panic too (`PassOn`). Every waiting caller gets
+/// exactly one `Done`.
 #[derive(Default)]
 pub(crate) struct Group {
-    members: Mutex<Members>,
+    /// The callers' batches, in the order they came.
+    waiting: Mutex<VecDeque<Pending<SyncSender<Turn>>>>,
+    /// A caller leads: it is committing, or it was told to lead and will take the waiting
+    /// batches. Changed only under `waiting`'s lock; read without it by `idle` (a line every
+    /// caller reads and no caller writes while no group forms).
+    leading: AtomicBool,
 }
 
 impl Group {
@@ -486,9 +484,9 @@ impl Group {
     pub(crate) fn commit(&self, core: &Arc<Core>, batch: WriteBatch) -> Result<()> {
         let (turn, rx) = mpsc::sync_channel(1);
         let lead = {
-            let mut m = self.members.lock();
-            m.waiting.push_back(Pending { batch, done: turn });
-            !std::mem::replace(&mut m.leading, true)
+            let mut w = self.waiting.lock();
+            w.push_back(Pending { batch, done: turn });
+            !self.leading.swap(true, Ordering::AcqRel)
         };
         let mut next = if lead { Turn::Lead } else { rx.recv().unwrap_or(Turn::Done(Err(Error::Closed))) };
         loop {
@@ -508,12 +506,12 @@ impl Group {
     /// While one leads, new callers queue behind it rather than race it for the writer mutex
     /// (each commit of a caller that won the race wakes the leader parked on the mutex).
     pub(crate) fn idle(&self) -> bool {
-        !self.members.lock().leading
+        !self.leading.load(Ordering::Acquire)
     }
 
     /// Batches queued and not yet taken by a leader (tests).
     pub(crate) fn queued(&self) -> usize {
-        self.members.lock().waiting.len()
+        self.waiting.lock().len()
     }
 
     /// Lead: commit groups (`commit_group`) while batches wait, up to `LEAD_GROUPS` of them (a
@@ -524,9 +522,9 @@ impl Group {
         let pass_on = PassOn(self);
         for _ in 0..LEAD_GROUPS {
             self.commit_group(core);
-            let mut m = self.members.lock();
-            if m.waiting.is_empty() {
-                m.leading = false;
+            let w = self.waiting.lock();
+            if w.is_empty() {
+                self.leading.store(false, Ordering::Release);
                 std::mem::forget(pass_on);
                 return;
             }
@@ -536,7 +534,7 @@ impl Group {
     /// Wait for the writer, take the waiting batches, commit them, tell each caller.
     fn commit_group(&self, core: &Arc<Core>) {
         let tx = WriteTxn::begin(core, true);
-        let taken = take(&mut self.members.lock().waiting, &mut 0);
+        let taken = take(&mut self.waiting.lock(), &mut 0);
         fn done(w: SyncSender<Turn>, r: Result<()>) {
             let _ = w.send(Turn::Done(r));
         }
@@ -578,16 +576,16 @@ struct PassOn<'a>(&'a Group);
 
 impl Drop for PassOn<'_> {
     fn drop(&mut self) {
-        let mut m = self.0.members.lock();
-        while let Some(first) = m.waiting.front() {
+        let mut w = self.0.waiting.lock();
+        while let Some(first) = w.front() {
             if first.done.send(Turn::Lead).is_ok() {
                 return;
             }
             // Its caller is gone (it cannot be: it waits for its outcome); never leave a batch
             // without a leader.
-            m.waiting.pop_front();
+            w.pop_front();
         }
-        m.leading = false;
+        self.0.leading.store(false, Ordering::Release);
     }
 }
 
