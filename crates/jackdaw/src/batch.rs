@@ -17,7 +17,7 @@
 use crate::api::{check_key, check_value_len, Tree, WriteTxn};
 use crate::sync::mpsc::{self, Receiver, SyncSender};
 use crate::sync::thread::JoinHandle;
-use crate::sync::{AtomicBool, Condvar, Mutex};
+use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex};
 use crate::tree::node::max_key_size;
 use crate::txn::core::Core;
 use crate::txn::write::Prepared;
@@ -434,16 +434,11 @@ fn fail_all(m: &Merger, e: &Error) {
 /// Commit `batch` on the calling thread in a write transaction of its own, as the merger would
 /// alone (validated first, so a bad batch changes nothing), when the writer is free (or, with
 /// `wait`, once it is): `Err(batch)` back when it is not (another writer, or the transaction
-/// could not begin).
-/// `Env::write_batch` takes this path when the merger is idle and commits are not `Sync`: one
-/// caller's batches then cost no hand-over between threads (three wake-ups a batch, ~150 us on
-/// a 2-core VM: 5.8 k single-record batches/s in `Buffered` against 43.8 k write
-/// transactions/s). `Sync` commits keep the queue, where concurrent callers share one sync.
-pub(crate) fn commit_here(
-    core: &Arc<Core>,
-    batch: WriteBatch,
-    wait: bool,
-) -> std::result::Result<Result<()>, WriteBatch> {
+/// could not begin). One caller's batches then cost no hand-over between threads (the merger's
+/// three wake-ups a batch, ~150 us on a 2-core VM: 5.8 k single-record batches/s in `Buffered`
+/// against 43.8 k write transactions/s). `Sync` commits keep the merger, where concurrent
+/// callers share one sync.
+fn commit_here(core: &Arc<Core>, batch: WriteBatch, wait: bool) -> std::result::Result<Result<()>, WriteBatch> {
     let Ok(mut tx) = WriteTxn::begin(core, wait) else {
         return Err(batch);
     };
@@ -458,8 +453,9 @@ enum Turn {
     Lead,
 }
 
-/// Group commit on the callers' own threads, for `write_batch` callers that meet a busy writer
-/// when commits are not `Sync`. Each queues its batch; one of them leads: it waits for the
+/// `write_batch` on the callers' own threads when commits are not `Sync` (`commit`): alone when
+/// the writer is free, else waiting for its mutex (at most `DIRECT_MAX` callers), else in a
+/// group. A caller that joins a group queues its batch; one of them leads: it waits for the
 /// writer, takes every batch queued by then (up to `MAX_TX_BYTES`), commits them in one
 /// transaction, tells each caller its outcome, and passes the lead to the first caller still
 /// waiting. A caller that follows costs one wake-up (its outcome), a group one more (the lead),
@@ -471,6 +467,8 @@ enum Turn {
 /// exactly one `Done`.
 #[derive(Default)]
 pub(crate) struct Group {
+    /// Callers that met a busy writer and wait for its mutex themselves: at most `DIRECT_MAX`.
+    direct: AtomicUsize,
     /// The callers' batches, in the order they came.
     waiting: Mutex<VecDeque<Pending<SyncSender<Turn>>>>,
     /// A caller leads: it is committing, or it was told to lead and will take the waiting
@@ -480,8 +478,36 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    /// Queue `batch` and wait for its outcome, leading a group when it is this caller's turn.
+    /// Commit `batch` on the calling thread (`Env::write_batch` when commits are not `Sync` and
+    /// the merger is idle): at once when the writer is free and no group leads; else, up to
+    /// `DIRECT_MAX` callers wait for the writer mutex themselves (one wake-up each, and the caller
+    /// holding it is usually running); more, and the mutex makes a convoy (one commit a batch and
+    /// a thread switch each: YCSB A at 16 threads fell from ~120 k to ~40 k ops/s), so the others
+    /// join the group. While a group leads, new callers join it rather than race it for the
+    /// mutex. (The merger's path costs three wake-ups a batch, on threads that need a processor
+    /// of their own: YCSB D at 2 threads ran no faster than at 1 that way.)
     pub(crate) fn commit(&self, core: &Arc<Core>, batch: WriteBatch) -> Result<()> {
+        if !self.idle() {
+            return self.join(core, batch);
+        }
+        let batch = match commit_here(core, batch, false) {
+            Ok(r) => return r,
+            Err(batch) => batch,
+        };
+        let r = if self.direct.fetch_add(1, Ordering::SeqCst) < DIRECT_MAX {
+            commit_here(core, batch, true)
+        } else {
+            Err(batch)
+        };
+        self.direct.fetch_sub(1, Ordering::SeqCst);
+        match r {
+            Ok(r) => r,
+            Err(batch) => self.join(core, batch),
+        }
+    }
+
+    /// Queue `batch` and wait for its outcome, leading a group when it is this caller's turn.
+    fn join(&self, core: &Arc<Core>, batch: WriteBatch) -> Result<()> {
         let (turn, rx) = mpsc::sync_channel(1);
         let lead = {
             let mut w = self.waiting.lock();
@@ -505,7 +531,7 @@ impl Group {
     /// Whether no caller leads (no batch waits): a new caller may try the writer at once.
     /// While one leads, new callers queue behind it rather than race it for the writer mutex
     /// (each commit of a caller that won the race wakes the leader parked on the mutex).
-    pub(crate) fn idle(&self) -> bool {
+    fn idle(&self) -> bool {
         !self.leading.load(Ordering::Acquire)
     }
 
@@ -562,6 +588,13 @@ impl Group {
         }
     }
 }
+
+/// `write_batch` callers that meet a busy writer and wait for its mutex on their own thread at
+/// most at once (the rest join the group). One was too few: a caller that met the writer busy
+/// while that one was still committing went to the merger (YCSB A at 2 threads 137–140 k ops/s
+/// with one, 148–151 k with two, F 113–124 k → 138–146 k); every caller was far too many (a
+/// convoy on the writer mutex). With groups, 1 and 2 measure the same within noise.
+const DIRECT_MAX: usize = 2;
 
 /// Groups a leader commits at most before it passes the lead on (its own caller waits that long
 /// for its return). YCSB A, B and F at 4, 8 and 16 threads (`Buffered`), 16 against 1 (pass on

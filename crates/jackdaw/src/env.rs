@@ -20,17 +20,8 @@ use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 
-use std::sync::atomic::Ordering::SeqCst;
-
 use crate::data::DATA_FILE;
 const LOCK_FILE: &str = "lock";
-
-/// `write_batch` callers that meet a busy writer and wait for its mutex on their own thread at
-/// most at once (the rest commit in a group, `batch::Group`). One was too few: a caller that met
-/// the writer busy while that one was still committing went to the merger (YCSB A at 2 threads
-/// 137–140 k ops/s with one, 148–151 k with two, F 113–124 k → 138–146 k); every caller was far
-/// too many (a convoy on the writer mutex, see `Env::write_batch`).
-const DIRECT_MAX: usize = 2;
 
 /// An open database. Cheap to clone (an `Arc` inside); `Send + Sync`.
 #[derive(Clone)]
@@ -42,10 +33,7 @@ struct Handle {
     core: Arc<Core>,
     flusher: Mutex<Option<JoinHandle<()>>>,
     merger: Mutex<Option<MergerThreads>>,
-    /// `write_batch` callers that met a busy writer and wait for its mutex on their own thread:
-    /// at most `DIRECT_MAX`.
-    waiting_here: crate::sync::AtomicUsize,
-    /// The other callers that met a busy writer, committing in groups on their own threads.
+    /// `write_batch` on the callers' threads (direct, or in groups).
     group: crate::batch::Group,
 }
 
@@ -99,7 +87,6 @@ impl Env {
                 core,
                 flusher: Mutex::new(flusher),
                 merger: Mutex::new(None),
-                waiting_here: crate::sync::AtomicUsize::new(0),
                 group: crate::batch::Group::default(),
             }),
         })
@@ -167,33 +154,7 @@ impl Env {
             && crate::txn::write::refuse_if_held(core).is_ok()
             && self.handle.merger.lock().as_ref().is_none_or(|m| m.idle())
         {
-            let group = &self.handle.group;
-            if group.idle() {
-                let batch = match crate::batch::commit_here(core, batch, false) {
-                    Ok(r) => return r,
-                    Err(batch) => batch,
-                };
-                // The writer is busy (two threads' single-record batches collide often). Up to
-                // `DIRECT_MAX` callers wait for its mutex (one wake-up each, and the caller
-                // holding it is usually running); more, and the mutex makes a convoy (one commit
-                // a batch and a thread switch each: YCSB A at 16 threads fell from ~120 k to
-                // ~40 k ops/s), so the others commit in a group. The merger's path costs three
-                // wake-ups a batch, on threads that need a processor of their own (YCSB D at 2
-                // threads ran no faster than at 1 that way).
-                let waiting = &self.handle.waiting_here;
-                let r = if waiting.fetch_add(1, SeqCst) < DIRECT_MAX {
-                    crate::batch::commit_here(core, batch, true)
-                } else {
-                    Err(batch)
-                };
-                waiting.fetch_sub(1, SeqCst);
-                return match r {
-                    Ok(r) => r,
-                    Err(batch) => group.commit(core, batch),
-                };
-            }
-            // A group leads: queue behind it rather than race it for the writer mutex.
-            return group.commit(core, batch);
+            return self.handle.group.commit(core, batch);
         }
         self.write_batch_async(batch).wait()
     }

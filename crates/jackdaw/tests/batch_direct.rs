@@ -17,6 +17,15 @@ fn merger_threads() -> Option<usize> {
     Some(names.filter(|n| n.starts_with("jackdaw-merger") || n.starts_with("jackdaw-committ")).count())
 }
 
+/// Wait (up to 20 s) until `n` callers are queued in the environment's group, and assert it.
+fn wait_queued(env: &Env, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while env.queued_batches() < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(env.queued_batches(), n, "callers queued in the group");
+}
+
 #[test]
 fn batches_commit_on_the_calling_thread_unless_sync() {
     let dir = TestDb::dir("batch_direct");
@@ -67,13 +76,6 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
         b.put(&t, k, b"w");
         env.write_batch(b)
     };
-    let wait_queued = |n: usize| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while env.queued_batches() < n && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        assert_eq!(env.queued_batches(), n, "callers queued in the group");
-    };
     std::thread::scope(|s| {
         let first = s.spawn(|| put(b"w1"));
         let second = s.spawn(|| put(b"w2"));
@@ -88,10 +90,10 @@ fn batches_commit_on_the_calling_thread_unless_sync() {
             grouped.push(s.spawn(move || put(&[b'g', b'0' + i])));
             // One at a time, so that the direct waiters are surely two (their count is only
             // a bound while callers arrive together).
-            wait_queued(i as usize + 1);
+            wait_queued(&env, i as usize + 1);
         }
         let bad = s.spawn(|| put(&[7u8; 5000]));
-        wait_queued(6);
+        wait_queued(&env, 6);
         if let Some(n) = merger_threads() {
             assert_eq!(n, 0, "callers waiting for the writer wait on their own threads, not the merger's");
         }
@@ -147,11 +149,8 @@ fn callers_waiting_for_the_writer_return_when_the_environment_closes() {
                 })
             })
             .collect();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while env.queued_batches() < 4 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        assert_eq!(env.queued_batches(), 4, "four callers queued in the group behind the two waiting");
+        // Four queued in the group behind the two waiting on the mutex.
+        wait_queued(&env, 4);
         // This thread holds the writer: close does not wait for it, and says so.
         assert!(matches!(env.close(), Err(Error::Busy(_))));
         drop(tx);
