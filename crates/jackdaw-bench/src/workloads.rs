@@ -117,6 +117,10 @@ pub enum Workload {
         cold: bool,
     },
     FillRndTx(Mode),
+    /// `read-rnd` on the `fill-rnd-tx` (`buff`) database right after it is written, neither
+    /// closed nor reopened: the reads find the last commits' pages where the engine keeps them
+    /// until its data file has them (for Jackdaw, the page table) — issue 21's baseline.
+    ReadRndAfterRnd,
     FillSeqTx,
     FillRnd1m,
     LargeValues,
@@ -146,6 +150,7 @@ impl Workload {
         v.extend([
             Workload::FillRndTx(Mode::Buff),
             Workload::FillRndTx(Mode::Sync),
+            Workload::ReadRndAfterRnd,
             Workload::FillSeqTx,
             Workload::FillRnd1m,
             Workload::LargeValues,
@@ -168,6 +173,7 @@ impl Workload {
                 format!("read-parallel-{threads}{}", c(*cold))
             }
             Workload::FillRndTx(m) => format!("fill-rnd-tx-{}", m.name()),
+            Workload::ReadRndAfterRnd => "read-rnd-after-rnd".into(),
             Workload::FillSeqTx => "fill-seq-tx-sync".into(),
             Workload::FillRnd1m => "fill-rnd-1m".into(),
             Workload::LargeValues => "large-values".into(),
@@ -189,6 +195,7 @@ impl Workload {
             | Workload::ReadRnd { cold: true }
             | Workload::ReadParallel { cold: true, .. } => "read-*-cold",
             Workload::FillRndTx(_) => "fill-rnd-tx",
+            Workload::ReadRndAfterRnd => "read-rnd-after-rnd",
             Workload::FillSeqTx => "fill-seq-tx",
             Workload::FillRnd1m => "fill-rnd-1m",
             Workload::LargeValues => "large-values",
@@ -361,6 +368,7 @@ impl Ctx {
                 vec![self.reads(w, kind, ReadOrder::Seq, threads, cold)?]
             }
             Workload::FillRndTx(mode) => vec![self.fill_rnd_tx(w, kind, mode, "fill-rnd-tx")?],
+            Workload::ReadRndAfterRnd => vec![self.read_rnd_after_rnd(kind)?],
             Workload::FillSeqTx => vec![self.fill_seq_tx(kind)?],
             Workload::FillRnd1m => vec![self.fill_rnd_tx(w, kind, Mode::Sync, "fill-rnd-1m")?],
             Workload::LargeValues => self.large_values(kind)?,
@@ -511,13 +519,60 @@ impl Ctx {
 
     fn fill_rnd_tx(&mut self, w: Workload, kind: Kind, mode: Mode, stream: &str) -> Result<Row> {
         let name = w.name();
+        let plan = self.rnd_tx_plan(stream);
+        self.run_multi(&name, kind, mode, &plan, "")
+    }
+
+    /// `fill-rnd-tx`'s plan: `tx_count` transactions of `tx_size` random keys.
+    fn rnd_tx_plan(&self, stream: &str) -> Plan {
         let (txs, per) = (self.sizes.tx_count, self.sizes.tx_size);
         let n = txs * per;
         let mut rng = Rng::stream(self.seed, stream);
         let keys: Vec<Key> = (0..n).map(|_| rnd_key(&mut rng)).collect();
         let vals = Values::new(&mut rng, n as usize, VALUE_LEN);
-        let plan = Plan::puts(keys, vec![Arc::new(vals)], n, per);
-        self.run_multi(&name, kind, mode, &plan, "")
+        Plan::puts(keys, vec![Arc::new(vals)], n, per)
+    }
+
+    /// Write `fill-rnd-tx`'s transactions (`buff`, untimed), then time a `read-rnd` of every key
+    /// present, in a random order, in the same open environment.
+    fn read_rnd_after_rnd(&mut self, kind: Kind) -> Result<Row> {
+        let name = Workload::ReadRndAfterRnd.name();
+        let plan = self.rnd_tx_plan("fill-rnd-tx");
+        let dir = self.fresh_dir(&name, kind)?;
+        let eng = kind.open(&dir, Mode::Buff)?;
+        let pb = self.bar(plan.ops.len() as u64, format!("(setup: fill-rnd-tx-buff) {}", kind.name()));
+        plan.run(&*eng, 0..plan.txs(), &pb)?;
+        pb.finish();
+        let mut keys = Vec::new();
+        let mut expected = 0u64;
+        for (k, last) in plan.model() {
+            if let Some(i) = last {
+                keys.push(k);
+                expected = expected.wrapping_add(value_sum(plan.value(&plan.ops[i])));
+            }
+        }
+        let n = keys.len();
+        let mut idx: Vec<u32> = (0..n as u32).collect();
+        Rng::stream(self.seed, "read-rnd-after-rnd").shuffle(&mut idx);
+        let pb = self.bar(n as u64, format!("{name} {}", kind.name()));
+        let t0 = Instant::now();
+        let (sum, found) = read_part(&*eng, &keys, &idx, &pb)?;
+        let el = t0.elapsed();
+        pb.finish();
+        eng.close()?;
+        ensure!(found == n as u64, "{}: {name}: found {found} of {n} keys", kind.name());
+        ensure!(
+            sum == expected,
+            "{}: {name}: values read back differ from those written (checksum mismatch)",
+            kind.name()
+        );
+        let mut row = make_row(&name, kind, None, n as u64, 1, el, Measured::default());
+        row.device_bytes_per_op = None;
+        row.device_flushes_per_tx = None;
+        row.proc_write_bytes_per_op = None;
+        row.notes = "fill-rnd-tx-buff written, then read at once (not reopened)".into();
+        self.done_with(&dir);
+        Ok(row)
     }
 
     fn fill_seq_tx(&mut self, kind: Kind) -> Result<Row> {
