@@ -81,6 +81,9 @@ pub type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
 pub trait ReadOps {
     /// Copy the value of `key` into `out` (cleared first); false when absent.
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Hand the value of `key` to `f` as the engine's own read returns it, not copied where the
+    /// engine lends its bytes (a view of its pages or cache); false when absent.
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool>;
     /// Visit the pairs with `lo <= key < hi` (no upper bound when `hi` is `None`) in key order;
     /// returns how many were visited.
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64>;

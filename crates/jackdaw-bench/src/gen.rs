@@ -106,6 +106,15 @@ impl Values {
     }
 }
 
+/// A pass over every byte of `v` (a sum of its 8-byte words): what a reader of a value it did
+/// not copy does at least once.
+#[inline]
+pub fn read_every_byte(v: &[u8]) -> u64 {
+    let mut words = v.chunks_exact(8);
+    let sum = words.by_ref().fold(0u64, |a, w| a.wrapping_add(u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))));
+    words.remainder().iter().fold(sum, |a, b| a.wrapping_add(*b as u64))
+}
+
 /// What the read loops fold over each value they copy out: cheap, order-independent when summed,
 /// and different for a wrong or truncated value with overwhelming probability.
 #[inline]

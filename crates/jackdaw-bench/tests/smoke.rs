@@ -40,14 +40,15 @@ fn every_workload_tiny_reads_back_what_it_wrote() {
         rep.failures.iter().map(|f| format!("{} on {}: {}", f.engine, f.workload, f.reason)).collect();
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 
-    // Every workload produced a row for every engine (large-values reports three rows).
+    // Every workload produced a row for every engine (large-values reports four rows).
     let mut names: Vec<String> = Vec::new();
     for w in Workload::all() {
         match w {
             Workload::Disk => {}
-            Workload::LargeValues => {
-                names.extend(["large-values-write-64k", "large-values-write-8m", "large-values-read"].map(String::from))
-            }
+            Workload::LargeValues => names.extend(
+                ["large-values-write-64k", "large-values-write-8m", "large-values-read", "large-values-read-view"]
+                    .map(String::from),
+            ),
             _ => names.push(w.name()),
         }
     }

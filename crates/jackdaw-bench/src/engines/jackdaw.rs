@@ -93,6 +93,11 @@ impl ReadOps for R<'_> {
         // would be copied twice: into an owned `Bytes`, then into `out`).
         Ok(self.tx.get_into(self.tree, key, out)?)
     }
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // A view of the snapshot's page for inline values and values of one overflow page; an
+        // owned copy for longer ones (`api::Bytes`).
+        Ok(self.tx.get(self.tree, key)?.map(|b| f(&b)).is_some())
+    }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64> {
         let mut n = 0;
         let it = match hi {

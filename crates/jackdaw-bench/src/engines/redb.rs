@@ -65,6 +65,10 @@ struct R<'a> {
 
 impl ReadOps for R<'_> {
     #[inline]
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // The guard lends the bytes of redb's page.
+        Ok(self.table.get(key)?.map(|v| f(v.value())).is_some())
+    }
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         match self.table.get(key)? {
