@@ -177,13 +177,16 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     drop(r);
     let mut mark = match prior {
         Some(m) if !opts.resume => bail!(
-            "{} already holds an import of {} ({} albums, {}): run `freedb import --resume {} {}` to continue it, or import into a new directory",
+            "{} already holds an import of {} ({} albums, {}): {}, or import into a new directory",
             dir.display(),
             m.source,
             m.albums,
             if m.done { "complete".to_string() } else { format!("stopped after entry {}", m.position) },
-            source.display(),
-            dir.display()
+            if m.source == source_name {
+                format!("run `freedb import --resume {} {}` to continue it", source.display(), dir.display())
+            } else {
+                format!("`freedb import --resume` continues it from {} (not {})", m.source, source_name)
+            }
         ),
         Some(m) => {
             if m.source != source_name {
@@ -315,6 +318,7 @@ fn write_stage(
         let mut txn = if opts.mode == Mode::Txn { Some(db.env.write()?) } else { None };
         let t0 = Instant::now();
         let mut waited = Duration::ZERO;
+        let position_before = mark.position;
         loop {
             if in_batch >= opts.batch || limit.is_some_and(|l| added >= l) {
                 break;
@@ -348,6 +352,12 @@ fn write_stage(
                     added += 1;
                 }
             }
+        }
+        if in_batch == 0 && mark.position == position_before && !complete {
+            // Nothing read since the last batch and the source not finished: the read stage
+            // failed (or the limit was reached). No commit: a source that cannot be read at all
+            // leaves no import mark behind, and the directory can be imported into again.
+            break;
         }
         // The batch's albums in id order, then its index entries sorted by (index, key): each
         // index is written in key order, leaf after neighbouring leaf, not at random.

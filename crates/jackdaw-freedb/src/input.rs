@@ -76,10 +76,17 @@ pub fn read_entries(source: &Path, skip: u64, mut f: impl FnMut(RawEntry) -> boo
 fn read_tar(r: impl Read, source: &Path, skip: u64, f: &mut dyn FnMut(RawEntry) -> bool) -> Result<u64> {
     let mut ar = tar::Archive::new(r);
     let mut seq = 0u64;
-    let damaged =
-        |seq: u64| format!("the archive {} is damaged or not a tar archive (after {seq} entries)", source.display());
-    for entry in ar.entries().with_context(|| damaged(seq))? {
-        let mut entry = entry.with_context(|| damaged(seq))?;
+    // A file named like a compressed archive but read as tar (no bzip2 signature) says so.
+    let named_bz2 = source.to_string_lossy().ends_with(".bz2") && source_kind(source).ok() == Some(SourceKind::Tar);
+    let damaged = |seq: u64| {
+        let hint = if named_bz2 { "; its name ends in .bz2 but it does not start with bzip2's signature BZh" } else { "" };
+        format!("the archive {} is damaged or not a tar archive (after {seq} entries{hint})", source.display())
+    };
+    // The tar reader's own message quotes the header bytes it could not read: kept short and
+    // free of control characters, so that a damaged archive does not write garbage to a terminal.
+    let cause = |e: std::io::Error| anyhow::anyhow!("{}", printable(&e.to_string(), 100));
+    for entry in ar.entries().map_err(cause).with_context(|| damaged(seq))? {
+        let mut entry = entry.map_err(cause).with_context(|| damaged(seq))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
@@ -88,14 +95,14 @@ fn read_tar(r: impl Read, source: &Path, skip: u64, f: &mut dyn FnMut(RawEntry) 
         if this < skip {
             continue;
         }
-        let path = entry.path().with_context(|| damaged(this))?.into_owned();
+        let path = entry.path().map_err(cause).with_context(|| damaged(this))?.into_owned();
         let (category, name) = split_path(&path);
         let size = entry.size();
         let mut data = Vec::new();
         let oversize = size > MAX_ENTRY_BYTES;
         if !oversize {
             data.reserve(size as usize);
-            entry.read_to_end(&mut data).with_context(|| damaged(this))?;
+            entry.read_to_end(&mut data).map_err(cause).with_context(|| damaged(this))?;
             if data.len() as u64 != size {
                 // A cut archive: the entry's data ends before its header's size.
                 bail!("{}: entry {} is cut short", damaged(this), path.display());
@@ -106,6 +113,24 @@ fn read_tar(r: impl Read, source: &Path, skip: u64, f: &mut dyn FnMut(RawEntry) 
         }
     }
     Ok(seq)
+}
+
+/// `s` with control characters and undecodable bytes (U+FFFD) written as escapes, cut to `max`
+/// characters (an ellipsis marks the cut).
+pub fn printable(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || c == char::REPLACEMENT_CHARACTER {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `.../category/name` → (category, name); a file at the top has category "".

@@ -229,3 +229,34 @@ fn a_damaged_archive_is_an_error_and_the_import_is_not_marked_done() {
     let got = albums_of(&db);
     assert!(got[..] == want[..got.len()], "the albums before the damage, in order");
 }
+
+#[test]
+fn a_source_that_cannot_be_read_leaves_no_import_mark() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Not a tar archive at all (a text file under a tar name): nothing can be read from it.
+    let junk = dir.path().join("junk.tar");
+    std::fs::write(&junk, "this is not an archive\n".repeat(100)).unwrap();
+    let db = dir.path().join("db");
+    let out = Command::new(EXE).args(["import", "-q"]).arg(&junk).arg(&db).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("junk.tar") && msg.contains("not a tar archive"), "{msg}");
+    {
+        let d = Db::open_existing(&db).unwrap();
+        let r = d.env.read().unwrap();
+        assert!(d.mark(&r).unwrap().is_none(), "no import mark for a source nothing was read from");
+        drop(r);
+        d.env.close().unwrap();
+    }
+    // So the right source can be imported into the same directory, without --resume.
+    let src = dir.path().join("d.tar");
+    generate(200, 5, &src, |_| {}).unwrap();
+    let s = import(&src, &db, &ImportOptions::default()).unwrap();
+    assert!(s.done && s.albums == 200, "{}", s.albums);
+    // Refused with another source named: the advice names the source to resume from.
+    let out = Command::new(EXE).args(["import", "-q"]).arg(&junk).arg(&db).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("continues it from d.tar (not junk.tar)"), "{msg}");
+}

@@ -2,7 +2,7 @@
 //! entries; skipping resumes at the right entry; the generator's archive has the stated shape.
 
 use jackdaw_freedb::gen::{category_counts, generate};
-use jackdaw_freedb::input::{read_entries, source_kind, RawEntry, SourceKind};
+use jackdaw_freedb::input::{printable, read_entries, source_kind, RawEntry, SourceKind};
 use jackdaw_freedb::parse::{parse, Warning};
 use std::collections::BTreeMap;
 
@@ -94,4 +94,36 @@ fn generated_archive_has_the_stated_shape() {
     assert!(warn.get(&Warning::BadYear).copied().unwrap_or(0) > 3);
     // The same disc id in two categories.
     assert!(ids.values().filter(|c| c.len() > 1).count() > 20);
+}
+
+/// Random bytes (the seed is printed) under a `.tar.bz2` and a `.tar` name: refused with a
+/// message a person can read: which file, that it is not a tar archive, the missing bzip2
+/// signature for the `.bz2` name, and no control characters or undecodable bytes copied from
+/// the file.
+#[test]
+fn a_file_of_random_bytes_is_refused_with_a_readable_message() {
+    let seed: u64 = std::env::var("FREEDB_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_f00d);
+    println!("seed {seed} (FREEDB_TEST_SEED to repeat)");
+    let mut x = seed;
+    let junk: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["junk.tar.bz2", "junk.tar"] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, &junk).unwrap();
+        let err = read_entries(&p, 0, |_| true).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains(name) && msg.contains("not a tar archive"), "{msg}");
+        assert_eq!(msg.contains("BZh"), name.ends_with(".bz2"), "{msg}");
+        assert!(!msg.chars().any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER), "{msg:?}");
+        assert!(msg.chars().count() < 400, "{msg}");
+    }
+    assert_eq!(printable("a\u{1b}[2Jb\u{fffd}c", 100), "a\\u{1b}[2Jb\\u{fffd}c");
+    assert_eq!(printable("abcdef", 3), "abc…");
 }
