@@ -199,8 +199,12 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
             }
             m
         }
-        None if existing > 0 => bail!("{} holds {existing} albums but no import mark: not a freedb import", dir.display()),
-        None => ImportMark { source: source_name, indexes: Index::set(opts.track_index, opts.words), ..Default::default() },
+        None if existing > 0 => {
+            bail!("{} holds {existing} albums but no import mark: not a freedb import", dir.display())
+        }
+        None => {
+            ImportMark { source: source_name, indexes: Index::set(opts.track_index, opts.words), ..Default::default() }
+        }
     };
     let ix = db.create_indexes(&mark.indexes)?;
     let started_at = mark.position;

@@ -79,7 +79,8 @@ fn read_tar(r: impl Read, source: &Path, skip: u64, f: &mut dyn FnMut(RawEntry) 
     // A file named like a compressed archive but read as tar (no bzip2 signature) says so.
     let named_bz2 = source.to_string_lossy().ends_with(".bz2") && source_kind(source).ok() == Some(SourceKind::Tar);
     let damaged = |seq: u64| {
-        let hint = if named_bz2 { "; its name ends in .bz2 but it does not start with bzip2's signature BZh" } else { "" };
+        let hint =
+            if named_bz2 { "; its name ends in .bz2 but it does not start with bzip2's signature BZh" } else { "" };
         format!("the archive {} is damaged or not a tar archive (after {seq} entries{hint})", source.display())
     };
     // The tar reader's own message quotes the header bytes it could not read: kept short and
