@@ -136,12 +136,24 @@ async fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             addr.parse::<SocketAddr>()
                 .map_err(|_| anyhow::anyhow!("bad --addr {addr:?}: expected host:port like 127.0.0.1:21001"))?;
             anyhow::ensure!(snapshot_logs > 0, "--snapshot-logs must be at least 1");
+            anyhow::ensure!(id > 0, "--id 0: node ids start at 1 (`init` numbers the nodes 1, 2, 3, ... in the order of --nodes)");
             node::serve(NodeConfig { id, addr, data, snapshot_logs }).await?;
         }
         Cmd::Init { nodes } => {
             check_addrs(&nodes)?;
             let members: Vec<_> = nodes.iter().enumerate().map(|(i, a)| (i as u64 + 1, a.clone())).collect();
-            Client::new(nodes.clone(), t).init(&nodes[0], &members).await.map_err(anyhow::Error::msg)?;
+            let client = Client::new(nodes.clone(), t);
+            // Every node must be up and run with the id its place in the list gives it: a node
+            // whose own id differs would be addressed under another one by its peers.
+            for (id, addr) in &members {
+                let s = client.status(addr).await.map_err(|e| anyhow::anyhow!("node {id} at {addr}: {e}"))?;
+                anyhow::ensure!(
+                    s.id == *id,
+                    "the node at {addr} runs as node {}, but `init` numbers the nodes in the order of --nodes, which makes it node {id}: list the nodes in id order, or restart it with --id {id}",
+                    s.id
+                );
+            }
+            client.init(&nodes[0], &members).await.map_err(anyhow::Error::msg)?;
             println!("initialized: {members:?}");
         }
         Cmd::Put { nodes, key, value, wait } => {

@@ -36,6 +36,49 @@ fn bad_input_is_a_clear_error() {
     );
     let dead = format!("127.0.0.1:{}", port());
     fails_with(exe().args(["get", "--wait", "1", "--nodes", &dead, "k"]).output().unwrap(), "cannot reach node");
+    fails_with(
+        exe().args(["serve", "--id", "0", "--addr", "127.0.0.1:1", "--data", "/tmp/x"]).output().unwrap(),
+        "node ids start at 1",
+    );
+    fails_with(exe().args(["init", "--nodes", &dead]).output().unwrap(), "node 1 at");
+}
+
+/// `init` numbers the nodes in the order given: a node started with another id is refused
+/// before the cluster is formed (and the cluster is then formed with the nodes in id order).
+#[test]
+fn init_refuses_nodes_listed_out_of_id_order() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let addrs: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", port())).collect();
+    let _nodes: Vec<Kill> = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let id = (i + 1).to_string();
+            Kill(
+                exe()
+                    .args(["serve", "--id", &id, "--addr", a, "--data"])
+                    .arg(dir.path().join(&id))
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let start = Instant::now();
+    for a in &addrs {
+        while !exe().args(["status", "--nodes", a]).output().unwrap().status.success() {
+            assert!(start.elapsed() < Duration::from_secs(20), "node did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let swapped = format!("{},{}", addrs[1], addrs[0]);
+    fails_with(exe().args(["init", "--nodes", &swapped]).output().unwrap(), "runs as node 2");
+    // Nothing was formed: in order, the same nodes form the cluster and take a write.
+    let ordered = format!("{},{}", addrs[0], addrs[1]);
+    let init = exe().args(["init", "--nodes", &ordered]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let put = exe().args(["put", "--nodes", &ordered, "album", "Vs."]).output().unwrap();
+    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
 }
 
 #[test]
