@@ -136,7 +136,10 @@ async fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             addr.parse::<SocketAddr>()
                 .map_err(|_| anyhow::anyhow!("bad --addr {addr:?}: expected host:port like 127.0.0.1:21001"))?;
             anyhow::ensure!(snapshot_logs > 0, "--snapshot-logs must be at least 1");
-            anyhow::ensure!(id > 0, "--id 0: node ids start at 1 (`init` numbers the nodes 1, 2, 3, ... in the order of --nodes)");
+            anyhow::ensure!(
+                id > 0,
+                "--id 0: node ids start at 1 (`init` numbers the nodes 1, 2, 3, ... in the order of --nodes)"
+            );
             node::serve(NodeConfig { id, addr, data, snapshot_logs }).await?;
         }
         Cmd::Init { nodes } => {
