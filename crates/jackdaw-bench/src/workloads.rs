@@ -652,34 +652,33 @@ impl Ctx {
         // Read every value back, in key order, one read transaction.
         let total = ns + nb;
         let expected: u64 = plan.ops.iter().fold(0u64, |a, op| a.wrapping_add(value_sum(plan.value(op))));
-        let pb = self.bar(total, format!("large-values-read {}", kind.name()));
         let all: Vec<u32> = (0..total as u32).collect();
+        // Time one read of every value and check what it summed.
+        let timed = |pb: Progress, read: &mut dyn FnMut(&Progress) -> Result<(u64, u64)>| -> Result<Duration> {
+            let t0 = Instant::now();
+            let (sum, found) = read(&pb)?;
+            let el = t0.elapsed();
+            pb.finish();
+            ensure!(
+                found == total && sum == expected,
+                "{}: large-values read back wrong data ({found} of {total} found)",
+                kind.name()
+            );
+            Ok(el)
+        };
         // The values are copied into one buffer of the largest value's size whose pages the
         // process has already touched, for every engine alike: otherwise the figure depends on
         // where the allocator finds 8 MiB after the engine's writes (an `mmap` of fresh pages,
         // with a page fault per 4 KiB on first copy, or heap pages already touched).
-        let mut buf = vec![1u8; LARGE_BIG_LEN];
-        buf.clear();
-        let t0 = Instant::now();
-        let (sum, found) = read_part_into(&*eng, &plan.keys, &all, &pb, buf)?;
-        let el = t0.elapsed();
-        pb.finish();
-        ensure!(
-            found == total && sum == expected,
-            "{}: large-values read back wrong data ({found} of {total} found)",
-            kind.name()
-        );
+        let mut buf = Some(vec![1u8; LARGE_BIG_LEN]);
+        if let Some(b) = buf.as_mut() {
+            b.clear();
+        }
+        let pb = self.bar(total, format!("large-values-read {}", kind.name()));
+        let el = timed(pb, &mut |pb| read_part_into(&*eng, &plan.keys, &all, pb, buf.take().unwrap_or_default()))?;
         // Again, each value as the engine's get lends it (no copy where it offers a view).
         let pb = self.bar(total, format!("large-values-read-view {}", kind.name()));
-        let t0 = Instant::now();
-        let (vsum, vfound) = read_part_view(&*eng, &plan.keys, &all, &pb)?;
-        let view_el = t0.elapsed();
-        pb.finish();
-        ensure!(
-            vfound == total && vsum == expected,
-            "{}: large-values views read back wrong data ({vfound} of {total} found)",
-            kind.name()
-        );
+        let view_el = timed(pb, &mut |pb| read_part_view(&*eng, &plan.keys, &all, pb))?;
         plan.verify(&*eng, kind, self.verify)?;
         eng.close()?;
         if self.verify == Verify::Full {
