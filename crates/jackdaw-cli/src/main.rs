@@ -204,7 +204,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("jackdaw: {:#}", f.err);
+            eprintln!("jackdaw: {}", jackdaw::report(f.err.as_ref()));
             ExitCode::from(f.code)
         }
     }

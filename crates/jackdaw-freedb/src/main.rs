@@ -137,7 +137,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("freedb: error: {e:#}");
+            eprintln!("freedb: error: {}", jackdaw::report(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -115,7 +115,7 @@ fn main() -> ExitCode {
     match rt.block_on(run(cli.cmd)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("jackdaw-raft: error: {e:#}");
+            eprintln!("jackdaw-raft: error: {}", jackdaw::report(e.as_ref()));
             ExitCode::from(1)
         }
     }

@@ -205,6 +205,24 @@ impl<T> IoContext<T> for io::Result<T> {
     }
 }
 
+/// `e` and the errors that caused it, outermost first, joined by ": ", leaving out a cause whose
+/// text the message so far already ends with. [`Error::Io`] prints the operating system's error
+/// and also gives it as its `source()`, so a printer that walks the chain (`anyhow`'s `{:#}`)
+/// would say it twice: the `jackdaw`, `freedb` and `jackdaw-raft` programs print with this.
+pub fn report(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !out.ends_with(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cause = c.source();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +299,29 @@ mod tests {
         assert!(m.contains("tree name of 10000 bytes") && !m.contains("key"), "{m}");
         let m = Error::ValueTooLarge { len: 3000, max: 2001, limit: Limit::MultiValue }.to_string();
         assert!(m.contains("value of a multi-value tree"), "{m}");
+    }
+
+    /// An `Io` error under an outer message: its operating-system error said once, the outer
+    /// message and every other cause kept.
+    #[test]
+    fn report_says_each_cause_once() {
+        #[derive(Debug)]
+        struct Outer(Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("cannot open db")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let io = Error::io("lock database", io::Error::from_raw_os_error(24));
+        let os = io::Error::from_raw_os_error(24).to_string();
+        let m = report(&Outer(io));
+        assert_eq!(m, format!("cannot open db: I/O error during lock database: {os}"));
+        assert_eq!(m.matches(&os).count(), 1, "{m}");
+        assert_eq!(report(&Error::Invalid("bad".into())), Error::Invalid("bad".into()).to_string());
     }
 }

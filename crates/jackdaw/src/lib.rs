@@ -122,7 +122,7 @@ pub use api::{
 pub use backup::{restore_from, BackupOptions, BackupProgress, BackupStage, BackupStats};
 pub use batch::{BatchHandle, BatchKey, BatchValue, WriteBatch};
 pub use env::Env;
-pub use error::{Error, Limit, Result};
+pub use error::{report, Error, Limit, Result};
 pub use ids::{PageNo, TxId};
 pub use options::{Durability, FlusherMode, FreeSpacePolicy, Options};
 /// The deterministic scheduler the engine was built against (feature `shuttle`, for `tests/shuttle.rs`).
