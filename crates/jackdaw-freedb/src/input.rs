@@ -63,21 +63,28 @@ pub fn read_entries(source: &Path, skip: u64, mut f: impl FnMut(RawEntry) -> boo
         SourceKind::Dir => read_dir_tree(source, skip, &mut f),
         SourceKind::Tar => {
             let file = File::open(source).with_context(|| format!("cannot open {}", source.display()))?;
-            read_tar(BufReader::with_capacity(1 << 20, file), source, skip, &mut f)
+            read_tar(BufReader::with_capacity(1 << 20, file), source, SourceKind::Tar, skip, &mut f)
         }
         SourceKind::TarBz2 => {
             let file = File::open(source).with_context(|| format!("cannot open {}", source.display()))?;
             let dec = bzip2::read::MultiBzDecoder::new(BufReader::with_capacity(1 << 20, file));
-            read_tar(BufReader::with_capacity(1 << 20, dec), source, skip, &mut f)
+            read_tar(BufReader::with_capacity(1 << 20, dec), source, SourceKind::TarBz2, skip, &mut f)
         }
     }
 }
 
-fn read_tar(r: impl Read, source: &Path, skip: u64, f: &mut dyn FnMut(RawEntry) -> bool) -> Result<u64> {
+/// Read the tar stream `r` of `source` (of `kind`, as `source_kind` found it).
+fn read_tar(
+    r: impl Read,
+    source: &Path,
+    kind: SourceKind,
+    skip: u64,
+    f: &mut dyn FnMut(RawEntry) -> bool,
+) -> Result<u64> {
     let mut ar = tar::Archive::new(r);
     let mut seq = 0u64;
     // A file named like a compressed archive but read as tar (no bzip2 signature) says so.
-    let named_bz2 = source.to_string_lossy().ends_with(".bz2") && source_kind(source).ok() == Some(SourceKind::Tar);
+    let named_bz2 = kind == SourceKind::Tar && source.to_string_lossy().ends_with(".bz2");
     let damaged = |seq: u64| {
         let hint =
             if named_bz2 { "; its name ends in .bz2 but it does not start with bzip2's signature BZh" } else { "" };

@@ -509,21 +509,21 @@ impl Group {
     /// Queue `batch` and wait for its outcome, leading a group when it is this caller's turn.
     fn join(&self, core: &Arc<Core>, batch: WriteBatch) -> Result<()> {
         let (turn, rx) = mpsc::sync_channel(1);
-        let lead = {
+        let mut lead = {
             let mut w = self.waiting.lock();
             w.push_back(Pending { batch, done: turn });
             !self.leading.swap(true, Ordering::AcqRel)
         };
-        let mut next = if lead { Turn::Lead } else { rx.recv().unwrap_or(Turn::Done(Err(Error::Closed))) };
         loop {
-            match next {
-                Turn::Done(r) => return r,
-                Turn::Lead => {
-                    self.lead(core);
-                    // This caller's batch was in the group it led (it waits at the front when
-                    // told to lead, and a leader takes the front first).
-                    next = rx.recv().unwrap_or(Turn::Done(Err(Error::Closed)));
-                }
+            if lead {
+                // This caller's batch is in the group it leads (it waits at the front when told
+                // to lead, and a leader takes the front first): its outcome follows.
+                self.lead(core);
+            }
+            match rx.recv() {
+                Ok(Turn::Done(r)) => return r,
+                Ok(Turn::Lead) => lead = true,
+                Err(_) => return Err(Error::Closed),
             }
         }
     }
