@@ -358,7 +358,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         header,
         journal,
         space,
-        table: PageTable::default(),
+        table: PageTable::new(header.page_size as usize),
         committed,
         alloc,
         counters,

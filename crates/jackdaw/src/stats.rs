@@ -249,6 +249,8 @@ pub enum ProblemKind {
     Reachability,
     /// The journal files and their chain against the header and the writer.
     Journal,
+    /// The page table's in-memory state (versions not yet in the data file).
+    PageTable,
 }
 
 impl ProblemKind {
@@ -261,6 +263,7 @@ impl ProblemKind {
             ProblemKind::Overflow => "overflow chain",
             ProblemKind::Reachability => "reachability",
             ProblemKind::Journal => "journal",
+            ProblemKind::PageTable => "page table",
         }
     }
 }

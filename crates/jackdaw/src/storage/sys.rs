@@ -1,5 +1,5 @@
 //! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, page
-//! versions read in place, the shared buffers of the in-memory backend, cache hints and the
+//! versions read in place (`kept_for`, `ImageSlot`), the shared buffers of the in-memory backend, cache hints and the
 //! coarse clock. Each block states why it is sound.
 #![allow(unsafe_code)]
 
@@ -112,6 +112,90 @@ pub(crate) fn kept_for<'a, K>(image: &[u8], keeper: &'a K) -> &'a [u8] {
     // SAFETY: the bytes stay allocated and unchanged for `'a` (see above); the pointer and length
     // come from a valid slice.
     unsafe { std::slice::from_raw_parts(image.as_ptr(), image.len()) }
+}
+
+/// The newest version of one page of the page table, read without the table's lock (page_table
+/// invariant 6): a sequence lock whose sequence number is the version's transaction id. Only the
+/// table's writer (holding its write lock) calls `set` and `clear`, so writes never race each
+/// other; a page's versions only ever get newer, so a reader that reads the same id before and
+/// after the image's address read an address that belongs to that id (ids never come back).
+#[derive(Default)]
+pub(crate) struct ImageSlot {
+    txid: crate::sync::AtomicU64,
+    image: crate::sync::AtomicPtr<u8>,
+}
+
+/// What a reader learns from an `ImageSlot`.
+pub(crate) enum SlotRead<'a> {
+    /// The table holds no version of the page: the data file serves it.
+    Absent,
+    /// The newest version, committed at or before the reader's snapshot.
+    Found(&'a [u8]),
+    /// Ask the table under its lock: the newest version is too new for the snapshot (an older
+    /// one may be wanted), or it is being replaced right now.
+    Locked,
+}
+
+impl ImageSlot {
+    const EMPTY: u64 = 0;
+    const BUSY: u64 = u64::MAX;
+
+    /// Make `image` (a version owned by the table) the newest, of transaction `txid`. An image
+    /// of another length than `len`, which readers take on trust, leaves the slot busy: its
+    /// page is always looked up under the lock.
+    pub(crate) fn set(&self, txid: u64, image: &[u8], len: usize) {
+        use std::sync::atomic::{fence, Ordering};
+        self.txid.store(Self::BUSY, Ordering::Relaxed);
+        fence(Ordering::Release);
+        if image.len() != len || txid == Self::EMPTY || txid == Self::BUSY {
+            return;
+        }
+        self.image.store(image.as_ptr().cast_mut(), Ordering::Relaxed);
+        self.txid.store(txid, Ordering::Release);
+    }
+
+    /// What the slot holds, for `Env::check`: `None` when empty, `Some(None)` when busy, else
+    /// the transaction id and the image's address (not read).
+    pub(crate) fn peek(&self) -> Option<Option<(u64, *const u8)>> {
+        use std::sync::atomic::Ordering;
+        match self.txid.load(Ordering::Acquire) {
+            Self::EMPTY => None,
+            Self::BUSY => Some(None),
+            t => Some(Some((t, self.image.load(Ordering::Relaxed).cast_const()))),
+        }
+    }
+
+    /// The table holds no version of the page any more.
+    pub(crate) fn clear(&self) {
+        self.txid.store(Self::EMPTY, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The newest version if it was committed at or before `at_most`, borrowed for as long as
+    /// `keeper` lives. Sound by page_table invariants 5 and 6, which the caller upholds: `keeper`
+    /// is the era the reading view took before this call, and `len` the length every image `set`
+    /// accepted has (the table's page size).
+    #[inline(always)]
+    pub(crate) fn read<'a, K>(&self, at_most: u64, len: usize, keeper: &'a K) -> SlotRead<'a> {
+        use std::sync::atomic::{fence, Ordering};
+        let _ = keeper;
+        let t = self.txid.load(Ordering::Acquire);
+        if t == Self::EMPTY {
+            return SlotRead::Absent;
+        }
+        if t > at_most {
+            return SlotRead::Locked;
+        }
+        let p = self.image.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if self.txid.load(Ordering::Relaxed) != t {
+            return SlotRead::Locked;
+        }
+        // SAFETY: `t` read before and after `p`, with the fences of a sequence lock, so `p` is
+        // the address `set` stored with `t`: an image of exactly `len` bytes the table held as
+        // version `t` of the page. The table frees or reuses no image a view found through its
+        // era while that era lives (invariant 5), and nothing writes to an image in the table.
+        SlotRead::Found(unsafe { std::slice::from_raw_parts(p, len) })
+    }
 }
 
 /// A fixed-size, zero-initialised heap buffer that several threads read and one writes, with the

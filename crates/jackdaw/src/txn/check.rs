@@ -65,6 +65,10 @@ where
     // 5. The journal chain after the header, and the journal files against the header and the
     //    writer.
     check_journal_chain(core, &header, committed_txid, &mut report, &mut problems);
+    // 6. The page table's slots against its versions (page_table invariant 6).
+    for (pgno, detail) in core.table.check_slots() {
+        problems.push(Problem::new(K::PageTable, Some(pgno.get()), None, detail));
+    }
     drop(flush_state);
     report.problems = problems;
     Ok(report)

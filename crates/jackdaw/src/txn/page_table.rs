@@ -26,7 +26,18 @@
 //!    its era or an earlier one is gone. Lookups and removals are ordered by the map's lock, and
 //!    a view's era is taken before its lookups: an image found through a view was retired into
 //!    that view's era or a later one.
+//! 6. `slots` mirrors each page's newest version (`sys::ImageSlot`: its transaction id and
+//!    image, or empty when the page has no version), updated under the map's write lock with
+//!    every change of a page's newest version, before the lock is released. A view whose
+//!    snapshot is at or after that id reads the image there with no lock; any other lookup
+//!    (an older version wanted, the slot being rewritten) takes the lock. Taken from the slot,
+//!    an image is held to the same era rule as one found under the lock: a retire clears the
+//!    slot before the retired versions join the era current then, and a view takes its era
+//!    before it reads slots, so a view that still read the image took an era that keeps it
+//!    (the era lock orders the two); and `publish` never drops a page's newest version at or
+//!    below the last visible transaction, the only one a slot hands to a snapshot.
 
+use crate::storage::sys::{ImageSlot, SlotRead};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, ShardedRwLock};
 use crate::{PageNo, TxId};
@@ -101,10 +112,60 @@ fn newest(m: &VersionMap, pgno: PageNo, txid: TxId, whole: bool) -> Option<&Page
     Some(b)
 }
 
+/// Slots per chunk of `Slots` (1 MiB of slots, 256 MiB of 4 KiB pages; small under shuttle,
+/// whose atomics are heavy), and chunks: pages past `SLOT_CHUNKS << SLOT_CHUNK_BITS` (1 TiB of
+/// 4 KiB pages) are always looked up under the lock.
+const SLOT_CHUNK_BITS: u32 = if cfg!(feature = "shuttle") { 6 } else { 16 };
+const SLOT_CHUNKS: usize = 1 << 12;
+
+/// Every page's newest-version slot (invariant 6), by page number, in chunks made when a page
+/// of theirs first gets a version (under the map's write lock, so making one never waits).
+struct Slots(Box<[std::sync::OnceLock<Box<[ImageSlot]>>]>);
+
+impl Slots {
+    fn new() -> Slots {
+        Slots((0..SLOT_CHUNKS).map(|_| std::sync::OnceLock::new()).collect())
+    }
+
+    /// What the slot of `pgno` tells a view at `txid` (see `sys::ImageSlot::read`).
+    #[inline(always)]
+    fn read<'a>(&self, pgno: PageNo, txid: TxId, len: usize, era: &'a Era) -> SlotRead<'a> {
+        let n = pgno.get();
+        let Some(chunk) = self.0.get((n >> SLOT_CHUNK_BITS) as usize) else {
+            return SlotRead::Locked;
+        };
+        // A chunk not made yet: no page of it ever had a version (made before the first one
+        // was published, so before any snapshot that could see it began).
+        match chunk.get() {
+            Some(c) => c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize].read(txid.get(), len, era),
+            None => SlotRead::Absent,
+        }
+    }
+
+    /// What the slot of `pgno` holds (`sys::ImageSlot::peek`); `None` past the last chunk.
+    fn peek(&self, pgno: PageNo) -> Option<Option<Option<(u64, *const u8)>>> {
+        let n = pgno.get();
+        let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
+        Some(chunk.get().and_then(|c| c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize].peek()))
+    }
+
+    /// The slot of `pgno`, its chunk made if need be (writer only); `None` past the last chunk.
+    fn slot(&self, pgno: PageNo) -> Option<&ImageSlot> {
+        let n = pgno.get();
+        let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
+        let c = chunk.get_or_init(|| (0..1usize << SLOT_CHUNK_BITS).map(|_| ImageSlot::default()).collect());
+        Some(&c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize])
+    }
+}
+
 pub(crate) struct PageTable {
     /// Read on every thread (a reader's lock is its thread's own: no line written in common),
     /// written by commits and flushes.
     map: ShardedRwLock<VersionMap>,
+    /// Each page's newest version, for lookups without the lock (invariant 6).
+    slots: Slots,
+    /// The length of every image (the page size): slots hand out images of this length.
+    image_len: usize,
     count: AtomicUsize,
     bytes: AtomicU64,
     pool: Arc<Pool>,
@@ -115,11 +176,14 @@ pub(crate) struct PageTable {
     era_gen: AtomicU64,
 }
 
-impl Default for PageTable {
-    fn default() -> PageTable {
+impl PageTable {
+    /// A table of page images of `image_len` bytes.
+    pub(crate) fn new(image_len: usize) -> PageTable {
         let pool = Arc::new(Pool::default());
         PageTable {
             map: ShardedRwLock::default(),
+            slots: Slots::new(),
+            image_len,
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             era: Mutex::new(Arc::new(Era::new(pool.clone()))),
@@ -226,7 +290,18 @@ impl PageTable {
     }
 
     fn find_in<'a>(&self, pgno: PageNo, txid: TxId, whole: bool, era: &'a Era) -> Option<&'a [u8]> {
-        newest(&self.map.read(), pgno, txid, whole).map(|b| crate::storage::sys::kept_for(b, era))
+        match self.slots.read(pgno, txid, self.image_len, era) {
+            SlotRead::Absent => None,
+            SlotRead::Found(b) => {
+                if whole {
+                    crate::data::page::prefetch_all(b);
+                }
+                Some(b)
+            }
+            SlotRead::Locked => {
+                newest(&self.map.read(), pgno, txid, whole).map(|b| crate::storage::sys::kept_for(b, era))
+            }
+        }
     }
 
     /// Whether the table holds a version of `pgno` at or before `txid`.
@@ -285,6 +360,9 @@ impl PageTable {
                         }
                     }
                 }
+                if let Some(slot) = self.slots.slot(pgno) {
+                    slot.set(txid.get(), &buf, self.image_len);
+                }
                 vs.push((txid, buf));
             }
             self.count.store(m.len(), Ordering::Release);
@@ -310,6 +388,9 @@ impl PageTable {
                         dropped.push(b);
                     }
                     if vs.is_empty() {
+                        if let Some(slot) = self.slots.slot(*pgno) {
+                            slot.clear();
+                        }
                         m.remove(pgno);
                         self.present[bucket(*pgno)].fetch_sub(1, Ordering::Release);
                     }
@@ -366,6 +447,45 @@ impl PageTable {
         self.pool.give(dropped);
     }
 
+    /// Invariant 6, for `Env::check` (with the writer and the flusher held still): every slot
+    /// against the map. Returns each disagreement in words, with its page.
+    pub(crate) fn check_slots(&self) -> Vec<(PageNo, String)> {
+        let m = self.map.read();
+        let mut problems = Vec::new();
+        for (pgno, vs) in m.iter() {
+            let Some((txid, newest)) = vs.last() else {
+                problems.push((*pgno, "the page table holds a page with no version".to_string()));
+                continue;
+            };
+            let Some(slot) = self.slots.peek(*pgno) else { continue };
+            let fits = newest.len() == self.image_len;
+            match slot {
+                Some(Some((t, at))) if fits && t == txid.get() && at == newest.as_ptr() => {}
+                Some(None) if !fits => {}
+                other => problems.push((
+                    *pgno,
+                    format!(
+                        "page table slot {} disagrees with the newest version (transaction {txid})",
+                        match other {
+                            None => "empty".to_string(),
+                            Some(None) => "busy".to_string(),
+                            Some(Some((t, _))) => format!("at transaction {t}"),
+                        }
+                    ),
+                )),
+            }
+        }
+        for (c, chunk) in self.slots.0.iter().enumerate() {
+            for (i, slot) in chunk.get().into_iter().flatten().enumerate() {
+                let pgno = PageNo::new(((c as u64) << SLOT_CHUNK_BITS) + i as u64);
+                if slot.peek().is_some() && !m.contains_key(&pgno) {
+                    problems.push((pgno, "page table slot set for a page with no version".to_string()));
+                }
+            }
+        }
+        problems
+    }
+
     /// Bytes of page images held.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -401,7 +521,7 @@ mod tests {
 
     #[test]
     fn versions_are_found_by_snapshot_and_retired() {
-        let t = PageTable::default();
+        let t = PageTable::new(16);
         assert!(t.get(p(5), x(100)).is_none());
         t.publish(x(3), v(&[(5, buf(3)), (6, buf(3))]), x(2), &[x(2)]);
         t.publish(x(7), v(&[(5, buf(7))]), x(4), &[x(4)]);
@@ -434,7 +554,7 @@ mod tests {
     /// then it goes to the pool. A view made after the retire keeps nothing.
     #[test]
     fn retired_versions_outlive_the_eras_that_may_read_them() {
-        let t = PageTable::default();
+        let t = PageTable::new(16);
         t.publish(x(3), v(&[(5, buf(3)), (6, buf(6))]), x(2), &[x(2)]);
         let era = t.era();
         let seen = t.lookup_in(p(5), x(3), true, &era).expect("version 3 of page 5");
@@ -462,11 +582,52 @@ mod tests {
         assert_eq!(pooled(&t), 3);
     }
 
+    /// Invariant 6: a view at or after a page's newest version reads it from the slot; an older
+    /// one gets the version it needs under the lock; a retire empties the slot, so the data file
+    /// serves the page again; a page past the slots' range and an image of another length are
+    /// served under the lock.
+    #[test]
+    fn slots_serve_the_newest_version_and_leave_older_ones_to_the_lock() {
+        let t = PageTable::new(16);
+        let era = t.era();
+        let far = (SLOT_CHUNKS as u64) << SLOT_CHUNK_BITS;
+        t.publish(x(3), v(&[(5, buf(3)), (far + 1, buf(3))]), x(2), &[x(2)]);
+        t.publish(x(7), v(&[(5, buf(7)), (6, Arc::from(vec![7u8; 8]))]), x(3), &[x(3)]);
+        let seen = |pg: u64, at: u64| t.lookup_in(p(pg), x(at), true, &era).map(|b| (b[0], b.len()));
+        assert_eq!(seen(5, 9), Some((7, 16)));
+        assert_eq!(seen(5, 7), Some((7, 16)));
+        assert_eq!(seen(5, 6), Some((3, 16)), "a snapshot before the newest version reads the one before");
+        assert_eq!(seen(5, 2), None);
+        assert_eq!(seen(far + 1, 3), Some((3, 16)), "a page past the slots is looked up under the lock");
+        assert_eq!(seen(6, 7), Some((7, 8)), "an image of another length is looked up under the lock");
+        assert!(matches!(t.slots.read(p(6), x(7), 16, &era), SlotRead::Locked));
+        assert!(matches!(t.slots.read(p(5), x(7), 16, &era), SlotRead::Found(_)));
+        assert_eq!(t.check_slots(), vec![]);
+        t.retire(&[p(5)], x(3));
+        assert_eq!(seen(5, 6), None, "retired: the data file serves it now");
+        assert_eq!(seen(5, 7), Some((7, 16)));
+        t.retire(&[p(5), p(6), p(far + 1)], x(7));
+        assert_eq!((seen(5, 9), seen(6, 9), seen(far + 1, 9)), (None, None, None));
+        assert!(matches!(t.slots.read(p(5), x(9), 16, &era), SlotRead::Absent));
+        assert!(matches!(t.slots.read(p(1 << SLOT_CHUNK_BITS), x(9), 16, &era), SlotRead::Absent));
+        // Published again later: the slot holds the new version.
+        t.publish(x(9), v(&[(5, buf(9))]), x(8), &[x(8)]);
+        assert_eq!(seen(5, 9), Some((9, 16)));
+        assert_eq!(seen(5, 8), None);
+        assert_eq!(t.check_slots(), vec![]);
+        // `check_slots` finds a slot that disagrees with the map, either way.
+        t.slots.slot(p(5)).expect("in range").clear();
+        t.slots.slot(p(8)).expect("in range").set(9, &[0u8; 16], 16);
+        let found = t.check_slots();
+        assert_eq!(found.iter().map(|(pg, _)| pg.get()).collect::<Vec<_>>(), vec![5, 8], "{found:?}");
+        assert!(found[0].1.contains("empty") && found[1].1.contains("no version"), "{found:?}");
+    }
+
     /// An era held across 200,000 retires frees the whole chain when dropped (one by one: a
     /// recursive drop would overflow the stack).
     #[test]
     fn a_long_chain_of_eras_is_freed_without_recursion() {
-        let t = PageTable::default();
+        let t = PageTable::new(16);
         let first = t.era();
         for i in 0..200_000u64 {
             t.publish(x(i + 1), v(&[(5, buf(1))]), x(i), &[x(i)]);
@@ -480,7 +641,7 @@ mod tests {
 
     #[test]
     fn superseded_versions_no_snapshot_reads_are_dropped() {
-        let t = PageTable::default();
+        let t = PageTable::new(16);
         t.publish(x(1), v(&[(9, buf(1))]), x(0), &[x(0)]);
         t.publish(x(2), v(&[(9, buf(2))]), x(1), &[x(1)]);
         // A snapshot at 1 reads version 1; nothing reads the others but the newest.
