@@ -387,7 +387,6 @@ fn for_each_free_map(rtx: &ReadTxn, mut f: impl FnMut(u64, &[bool]) -> Result<()
             let (byte, mask) = g.bit(pgno);
             free.push(pgno < crate::data::file::FIRST_BITMAP_PAGE || p[byte] & mask != 0);
         }
-        drop(p);
         f(first, &free)?;
     }
     Ok(())

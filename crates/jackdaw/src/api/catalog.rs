@@ -59,7 +59,6 @@ pub(crate) fn list<P: PageRead + ?Sized>(p: &P, root: &TreeDesc) -> Result<Vec<(
         let name = String::from_utf8_lossy(n.key(c.idx())?).into_owned();
         let (_, v, _) = n.value(c.idx())?;
         out.push((name, TreeDesc::decode(v)?));
-        drop(page);
         c.next(p)?;
     }
     Ok(out)

@@ -410,7 +410,6 @@ impl std::io::Read for ValueReader {
         }
         self.buf.clear();
         self.buf.extend_from_slice(&page[overflow::DATA_AT..overflow::DATA_AT + len]);
-        drop(page);
         std::mem::swap(&mut self.inline, &mut self.buf);
         self.pos = 0;
         self.left -= len as u64;

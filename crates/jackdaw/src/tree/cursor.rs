@@ -154,7 +154,6 @@ impl Cursor {
             if ci + 1 < n.count() {
                 self.path.push((pg, ci + 1));
                 let mut child = n.child(ci + 1)?;
-                drop(page);
                 while depth_down > 0 {
                     let cp = p.page(child)?;
                     let cn = Node::new(&cp);
@@ -200,7 +199,6 @@ impl Cursor {
                 let n = Node::new(&page);
                 self.path.push((pg, ci - 1));
                 let mut child = n.child(ci - 1)?;
-                drop(page);
                 while depth_down > 0 {
                     let cp = p.page(child)?;
                     let cn = Node::new(&cp);

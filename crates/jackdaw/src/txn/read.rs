@@ -7,46 +7,26 @@
 //! `<= txid`, else the mapped data file.
 
 use super::core::Core;
-use super::page_table::{Era, PageBuf};
+use super::page_table::Era;
 use super::readers::{Memo, Seat};
 use crate::data::MapState;
 use crate::{Error, PageNo, Result, TxId};
-use std::ops::Deref;
 use std::sync::Arc;
 
-/// A page as seen by a transaction: borrowed (from the map or the writer's own copy), or an
-/// image held in memory by the page table.
-pub enum PageRef<'a> {
-    Borrowed(&'a [u8]),
-    Held(PageBuf),
-}
-
-impl Deref for PageRef<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            PageRef::Borrowed(b) => b,
-            PageRef::Held(b) => b,
-        }
-    }
-}
-
-impl AsRef<[u8]> for PageRef<'_> {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
+/// A page as seen by a transaction: borrowed from the map, from a page-table version the view's
+/// era keeps (page_table invariant 5), or from the writer's own copy.
+pub type PageRef<'a> = &'a [u8];
 
 /// What a snapshot sees: used by readers and by the writer for its base state.
 pub(crate) struct View {
     pub txid: TxId,
     pub next_page: PageNo,
     pub map: Arc<MapState>,
-    /// For a snapshot's view: the page table's era, taken before any lookup, which keeps the
-    /// versions it finds (page_table invariant 5), so they are read in place, with no reference
-    /// count written. `None` (the writer's base) takes a reference to each version instead: the
-    /// writer keeps the ones it copies, to diff against at commit.
-    pub era: Option<Arc<Era>>,
+    /// The page table's era, taken before any lookup, which keeps the versions the view finds
+    /// (page_table invariant 5), so they are read in place, with no reference count written: by
+    /// a snapshot, and by the writer for its base state (whose versions it diffs its copies
+    /// against at commit, found again through `page_again`).
+    pub era: Arc<Era>,
 }
 
 impl View {
@@ -67,30 +47,21 @@ impl View {
         if pgno >= self.next_page || pgno < crate::data::file::FIRST_BITMAP_PAGE {
             return Err(self.outside(pgno));
         }
-        match &self.era {
-            Some(era) => {
-                if let Some(b) = core.table.lookup_in(pgno, self.txid, whole, era) {
-                    return Ok(PageRef::Borrowed(b));
-                }
-            }
-            None => {
-                if let Some(b) = core.table.lookup(pgno, self.txid, whole) {
-                    return Ok(PageRef::Held(b));
-                }
-            }
+        if let Some(b) = core.table.lookup_in(pgno, self.txid, whole, &self.era) {
+            return Ok(b);
         }
         let p = self.map.page(pgno.get())?;
         if whole {
             crate::data::page::prefetch_all(p);
         }
-        Ok(PageRef::Borrowed(p))
+        Ok(p)
     }
 
     /// Page `pgno` of a snapshot's view again, already read (and verified) through `page`: the
     /// table's version read in place, else the data file's (where the table's version is once
     /// retired: the same bytes). For the handles that outlive the read (`api::Bytes`).
     pub(crate) fn page_again<'a>(&'a self, core: &Core, pgno: PageNo) -> Option<&'a [u8]> {
-        if let Some(b) = self.era.as_ref().and_then(|era| core.table.lookup_in(pgno, self.txid, false, era)) {
+        if let Some(b) = core.table.lookup_in(pgno, self.txid, false, &self.era) {
             return Some(b);
         }
         self.map.raw(pgno.get()).ok()
@@ -185,7 +156,7 @@ impl Snapshot {
         let (epoch, seat) =
             core.readers.begin(&core.data, era_gen, &core.closed, refuse_closed, now, |c, map, memo| Epoch {
                 core: core.clone(),
-                view: View { txid: c.txid, next_page: c.next_page, map, era: Some(core.table.era()) },
+                view: View { txid: c.txid, next_page: c.next_page, map, era: core.table.era() },
                 memo,
             })?;
         Ok(Arc::new(Snapshot { epoch, seat }))

@@ -42,10 +42,6 @@ struct Dirty {
     /// Never shared while the page is dirty (so `Arc::get_mut` succeeds); published as is.
     buf: PageBuf,
     fresh: bool,
-    /// The base version when it came from the page table (commit diffs against it without a
-    /// second lookup); `None` when it came from the data file, which cannot change under the
-    /// writer for a page with no version in the table (invariant 2 of `page_table.rs`).
-    held: Option<PageBuf>,
     /// The transaction's clock at the last `page_mut` or allocation (spilling takes the oldest).
     touched: u64,
     /// Invariant 5: for a page copied from its base version (`!fresh`), `Some` ranges cover every
@@ -127,7 +123,7 @@ impl PageTxn {
             core: core.clone(),
             _guard: guard,
             readers_lane,
-            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map(), era: None },
+            base: View { txid: c.txid, next_page: c.next_page, map: core.data.map(), era: core.table.era() },
             next_page: c.next_page.get(),
             dirty: PgnoMap::default(),
             free,
@@ -193,7 +189,7 @@ impl PageTxn {
                 if whole {
                     crate::data::page::prefetch_all(p);
                 }
-                Ok(PageRef::Borrowed(p))
+                Ok(p)
             }
             None if whole => self.base.page_whole(&self.core, PageNo::new(pgno)),
             None => self.base.page(&self.core, PageNo::new(pgno)),
@@ -250,7 +246,7 @@ impl PageTxn {
                     let buf = self.core.table.copy_of(m.raw(pgno)?);
                     self.streamed.remove(&pgno);
                     self.reloaded += 1;
-                    e.insert(Dirty { buf, fresh: true, held: None, touched, written: None })
+                    e.insert(Dirty { buf, fresh: true, touched, written: None })
                 } else {
                     if pgno < crate::data::file::FIRST_BITMAP_PAGE || pgno >= self.base.next_page.get() {
                         return Err(Error::Invalid(format!(
@@ -269,12 +265,8 @@ impl PageTxn {
                         return Err(Error::TransactionTooLarge { bytes: self.rewritten * entry, max });
                     }
                     let base = self.base.page(&self.core, PageNo::new(pgno))?;
-                    let buf = self.core.table.copy_of(&base);
-                    let held = match base {
-                        PageRef::Held(b) => Some(b),
-                        PageRef::Borrowed(_) => None,
-                    };
-                    e.insert(Dirty { buf, fresh: false, held, touched, written: Some(Written::new()) })
+                    let buf = self.core.table.copy_of(base);
+                    e.insert(Dirty { buf, fresh: false, touched, written: Some(Written::new()) })
                 }
             }
         };
@@ -297,7 +289,7 @@ impl PageTxn {
         let mut buf = self.core.table.zeroed(self.core.page_size);
         page::init(unique(&mut buf)?, pgno, kind);
         self.clock += 1;
-        self.dirty.insert(pgno, Dirty { buf, fresh: true, held: None, touched: self.clock, written: None });
+        self.dirty.insert(pgno, Dirty { buf, fresh: true, touched: self.clock, written: None });
         Ok(pgno)
     }
 
@@ -430,7 +422,7 @@ impl PageTxn {
             let bp = self.next_page;
             let mut buf = self.core.table.zeroed(self.core.page_size);
             page::init(unique(&mut buf)?, bp, PageKind::FreeMap);
-            self.dirty.insert(bp, Dirty { buf, fresh: true, held: None, touched: self.clock, written: None });
+            self.dirty.insert(bp, Dirty { buf, fresh: true, touched: self.clock, written: None });
             self.free.push(0);
             self.next_page += 1;
         }
@@ -718,10 +710,12 @@ impl PageTxn {
                 pb.add_page(*p, &d.buf, None);
             } else if let Some(w) = &d.written {
                 pb.add_page_ranges(*p, &d.buf, w);
-            } else if let Some(old) = &d.held {
-                pb.add_page(*p, &d.buf, Some(old));
             } else {
-                pb.add_page(*p, &d.buf, Some(self.base.map.page(*p)?));
+                let base = self
+                    .base
+                    .page_again(&self.core, PageNo::new(*p))
+                    .ok_or_else(|| Error::corrupted_at(PageNo::new(*p), "base page of a dirty page not found again"))?;
+                pb.add_page(*p, &d.buf, Some(base));
             }
             each(pb)?;
         }
