@@ -202,7 +202,8 @@ fn grow_ahead(core: &Core) -> Result<()> {
 }
 
 /// The background thread: flushes when unflushed versions pass the threshold, when asked, and
-/// after the idle interval if anything is unflushed. Exits on `stop`.
+/// after the idle interval if anything is unflushed; once the writer is idle, the page-buffer
+/// pool is trimmed back to its floor (`PageTable::trim_pool`). Exits on `stop`.
 pub(crate) fn run(core: Arc<Core>) {
     // Idle = no commit since the last look, for `flush_idle`.
     let mut last_commits = Counters::get(&core.counters.commits);
@@ -228,12 +229,20 @@ pub(crate) fn run(core: Arc<Core>) {
             last_commits = commits;
             quiet_since = now;
         }
-        let idle = core.table.pages() > 0 && now.saturating_sub(quiet_since) >= core.opts.flush_idle;
+        let quiet = now.saturating_sub(quiet_since) >= core.opts.flush_idle;
+        let idle = core.table.pages() > 0 && quiet;
         let due = requested || core.flush_due() || idle;
         if !due {
+            if quiet {
+                // The buffers kept for a burst of commits go back to the allocator.
+                core.table.trim_pool();
+            }
             continue;
         }
         let r = flush_once(&core);
+        if quiet {
+            core.table.trim_pool();
+        }
         let mut c = core.flusher_ctl.lock();
         c.runs += 1;
         if let Err(e) = r {

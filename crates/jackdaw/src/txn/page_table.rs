@@ -194,21 +194,34 @@ impl PageTable {
     }
 }
 
-/// Page buffers of dropped versions, for the writer's next copies (at most `POOL_MAX`): in a
-/// steady stream of commits no page buffer is allocated or freed.
-#[derive(Default)]
+/// Page buffers of dropped versions, for the writer's next copies (at most `cap`): in a steady
+/// stream of commits no page buffer is allocated or freed.
 struct Pool {
     bufs: Mutex<Vec<PageBuf>>,
     /// Bytes of the retired versions eras keep (invariant 5).
     kept: AtomicU64,
+    /// How many buffers the pool keeps: as many as the last flush retired (at least `POOL_MIN`),
+    /// since the commits before the next flush copy about as many pages for the first time; back
+    /// to `POOL_MIN` when the writer goes idle (`trim_pool`). A fixed 4,096 left the commits
+    /// between two flushes of `fill-rnd-tx` (tens of thousands of first copies) taking a fifth
+    /// of their buffers from `malloc`, which grew the heap page by page (faults, `mprotect`) after
+    /// each flush had freed the excess.
+    cap: AtomicUsize,
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool { bufs: Mutex::default(), kept: AtomicU64::new(0), cap: AtomicUsize::new(POOL_MIN) }
+    }
 }
 
 impl Pool {
-    /// Keep the buffers nothing else holds, up to `POOL_MAX`; free the others.
+    /// Keep the buffers nothing else holds, up to `cap`; free the others.
     fn give(&self, dropped: Vec<PageBuf>) {
+        let cap = self.cap.load(Ordering::Relaxed);
         let mut pool = self.bufs.lock();
         for mut b in dropped {
-            if pool.len() >= POOL_MAX {
+            if pool.len() >= cap {
                 break;
             }
             if Arc::get_mut(&mut b).is_some() {
@@ -246,8 +259,9 @@ impl Drop for Era {
     }
 }
 
-/// Buffers the pool keeps at most (16 MiB of 4 KiB pages).
-const POOL_MAX: usize = 4096;
+/// Buffers the pool keeps at least (16 MiB of 4 KiB pages), and all it keeps while the writer is
+/// idle.
+const POOL_MIN: usize = 4096;
 
 impl PageTable {
     /// The newest version of `pgno` committed at or before `txid`.
@@ -402,6 +416,7 @@ impl PageTable {
         if dropped.is_empty() {
             return;
         }
+        self.pool.cap.store(dropped.len().max(POOL_MIN), Ordering::Relaxed);
         // Invariant 5: into the current era, which a new one replaces; freed (or pooled) once
         // no view made with it or an earlier era remains (at once when there is none).
         self.pool.kept.fetch_add(dropped.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
@@ -484,6 +499,22 @@ impl PageTable {
             }
         }
         problems
+    }
+
+    /// The writer is idle: keep at most `POOL_MIN` buffers from now on, and free the others.
+    pub(crate) fn trim_pool(&self) {
+        self.pool.cap.store(POOL_MIN, Ordering::Relaxed);
+        let extra = {
+            let mut bufs = self.pool.bufs.lock();
+            let keep = bufs.len().min(POOL_MIN);
+            bufs.split_off(keep)
+        };
+        drop(extra);
+    }
+
+    /// Bytes of the page buffers the pool keeps for the writer's next copies.
+    pub(crate) fn pooled_bytes(&self) -> u64 {
+        (self.pool.bufs.lock().len() * self.image_len) as u64
     }
 
     /// Bytes of page images held.
@@ -636,7 +667,7 @@ mod tests {
         assert_eq!(t.era_gen(), 200_000);
         assert_eq!(pooled(&t), 0);
         drop(first);
-        assert_eq!(pooled(&t), POOL_MAX.min(200_000));
+        assert_eq!(pooled(&t), POOL_MIN.min(200_000));
     }
 
     #[test]

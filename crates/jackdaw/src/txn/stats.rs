@@ -62,6 +62,7 @@ pub(crate) fn stats(core: &Core) -> Stats {
         readers,
         scratch_bytes: core.table.bytes(),
         retired_kept_bytes: core.table.kept_bytes(),
+        pooled_bytes: core.table.pooled_bytes(),
         commits: Counters::get(&c.commits),
         journal_writes: Counters::get(&c.journal_writes),
         journal_direct_writes: Counters::get(&c.journal_direct_writes),
