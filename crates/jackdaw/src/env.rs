@@ -350,6 +350,9 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         opts.flusher == FlusherMode::Background,
     );
     let committed = Committed { txid: TxId::new(header.flushed_txid), next_page: PageNo::new(header.next_page) };
+    // The pool of page buffers keeps at most the flush threshold's worth of pages: what the
+    // commits between two flushes of small transactions copy, bounded by what a flush retires.
+    let pool_max = usize::try_from(opts.flush_threshold_bytes / u64::from(header.page_size)).unwrap_or(usize::MAX);
     Ok(Core::new(Opened {
         opts,
         dir: dir.to_path_buf(),
@@ -358,7 +361,7 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         header,
         journal,
         space,
-        table: PageTable::new(header.page_size as usize),
+        table: PageTable::new(header.page_size as usize, pool_max),
         committed,
         alloc,
         counters,

@@ -44,7 +44,7 @@ pub(crate) fn open_core(dir: &Path, opts: Options) -> Result<Core> {
 
     let data = DataFile::open(file, ps)?;
     let counters = Arc::new(Counters::default());
-    let table = PageTable::new(ps);
+    let table = PageTable::new(ps, 0);
     if !rebuilt.is_empty() {
         let pages = rebuilt.iter().map(|(pgno, buf)| (PageNo::new(*pgno), table.copy_of(buf))).collect();
         table.publish(TxId::new(end.last_txid), pages, TxId::new(end.last_txid), &[]);

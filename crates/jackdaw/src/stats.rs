@@ -156,8 +156,8 @@ pub struct Stats {
     /// in place); freed when those transactions end. Not counted in `max_pinned_bytes`.
     pub retired_kept_bytes: u64,
     /// Bytes of page buffers kept for the writer's next copies: up to as many pages as the last
-    /// flush wrote out (4,096 at least), back to at most 4,096 pages once no commit came for
-    /// `Options::flush_idle` (background flusher).
+    /// flush wrote out (4,096 at least, `Options::flush_threshold_bytes` worth at most), back to
+    /// at most 4,096 pages once no commit came for `Options::flush_idle` (background flusher).
     pub pooled_bytes: u64,
     pub commits: u64,
     pub journal_writes: u64,

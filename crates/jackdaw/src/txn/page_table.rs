@@ -177,9 +177,15 @@ pub(crate) struct PageTable {
 }
 
 impl PageTable {
-    /// A table of page images of `image_len` bytes.
-    pub(crate) fn new(image_len: usize) -> PageTable {
-        let pool = Arc::new(Pool::default());
+    /// A table of page images of `image_len` bytes, whose pool of buffers for the writer's
+    /// copies may keep up to `pool_max` of them (4,096 at least).
+    pub(crate) fn new(image_len: usize, pool_max: usize) -> PageTable {
+        let pool = Arc::new(Pool {
+            bufs: Mutex::default(),
+            kept: AtomicU64::new(0),
+            cap: AtomicUsize::new(POOL_MIN),
+            max: pool_max.max(POOL_MIN),
+        });
         PageTable {
             map: ShardedRwLock::default(),
             slots: Slots::new(),
@@ -200,22 +206,31 @@ struct Pool {
     bufs: Mutex<Vec<PageBuf>>,
     /// Bytes of the retired versions eras keep (invariant 5).
     kept: AtomicU64,
-    /// How many buffers the pool keeps: as many as the last flush retired (at least `POOL_MIN`),
-    /// since the commits before the next flush copy about as many pages for the first time; back
-    /// to `POOL_MIN` when the writer goes idle (`trim_pool`). A fixed 4,096 left the commits
+    /// How many buffers the pool keeps: as many as the last flush retired (at least `POOL_MIN`,
+    /// at most `max`), since the commits before the next flush copy about as many pages for the
+    /// first time; back to `POOL_MIN` when the writer goes idle (`trim_pool`). A fixed 4,096 left the commits
     /// between two flushes of `fill-rnd-tx` (tens of thousands of first copies) taking a fifth
     /// of their buffers from `malloc`, which grew the heap page by page (faults, `mprotect`) after
     /// each flush had freed the excess.
     cap: AtomicUsize,
-}
-
-impl Default for Pool {
-    fn default() -> Pool {
-        Pool { bufs: Mutex::default(), kept: AtomicU64::new(0), cap: AtomicUsize::new(POOL_MIN) }
-    }
+    /// The largest `cap` (the table's `pool_max`, at least `POOL_MIN`).
+    max: usize,
 }
 
 impl Pool {
+    /// Keep at most `cap` buffers from now on; free those past it now (a flush after a burst of
+    /// big commits is followed by small ones: the burst's buffers are not kept for them).
+    fn set_cap(&self, cap: usize) {
+        let cap = cap.clamp(POOL_MIN, self.max.max(POOL_MIN));
+        self.cap.store(cap, Ordering::Relaxed);
+        let extra = {
+            let mut bufs = self.bufs.lock();
+            let keep = bufs.len().min(cap);
+            bufs.split_off(keep)
+        };
+        drop(extra);
+    }
+
     /// Keep the buffers nothing else holds, up to `cap`; free the others.
     fn give(&self, dropped: Vec<PageBuf>) {
         let cap = self.cap.load(Ordering::Relaxed);
@@ -416,7 +431,7 @@ impl PageTable {
         if dropped.is_empty() {
             return;
         }
-        self.pool.cap.store(dropped.len().max(POOL_MIN), Ordering::Relaxed);
+        self.pool.set_cap(dropped.len());
         // Invariant 5: into the current era, which a new one replaces; freed (or pooled) once
         // no view made with it or an earlier era remains (at once when there is none).
         self.pool.kept.fetch_add(dropped.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
@@ -503,13 +518,7 @@ impl PageTable {
 
     /// The writer is idle: keep at most `POOL_MIN` buffers from now on, and free the others.
     pub(crate) fn trim_pool(&self) {
-        self.pool.cap.store(POOL_MIN, Ordering::Relaxed);
-        let extra = {
-            let mut bufs = self.pool.bufs.lock();
-            let keep = bufs.len().min(POOL_MIN);
-            bufs.split_off(keep)
-        };
-        drop(extra);
+        self.pool.set_cap(POOL_MIN);
     }
 
     /// Bytes of the page buffers the pool keeps for the writer's next copies.
@@ -552,7 +561,7 @@ mod tests {
 
     #[test]
     fn versions_are_found_by_snapshot_and_retired() {
-        let t = PageTable::new(16);
+        let t = PageTable::new(16, usize::MAX);
         assert!(t.get(p(5), x(100)).is_none());
         t.publish(x(3), v(&[(5, buf(3)), (6, buf(3))]), x(2), &[x(2)]);
         t.publish(x(7), v(&[(5, buf(7))]), x(4), &[x(4)]);
@@ -585,7 +594,7 @@ mod tests {
     /// then it goes to the pool. A view made after the retire keeps nothing.
     #[test]
     fn retired_versions_outlive_the_eras_that_may_read_them() {
-        let t = PageTable::new(16);
+        let t = PageTable::new(16, usize::MAX);
         t.publish(x(3), v(&[(5, buf(3)), (6, buf(6))]), x(2), &[x(2)]);
         let era = t.era();
         let seen = t.lookup_in(p(5), x(3), true, &era).expect("version 3 of page 5");
@@ -619,7 +628,7 @@ mod tests {
     /// served under the lock.
     #[test]
     fn slots_serve_the_newest_version_and_leave_older_ones_to_the_lock() {
-        let t = PageTable::new(16);
+        let t = PageTable::new(16, usize::MAX);
         let era = t.era();
         let far = (SLOT_CHUNKS as u64) << SLOT_CHUNK_BITS;
         t.publish(x(3), v(&[(5, buf(3)), (far + 1, buf(3))]), x(2), &[x(2)]);
@@ -658,7 +667,7 @@ mod tests {
     /// recursive drop would overflow the stack).
     #[test]
     fn a_long_chain_of_eras_is_freed_without_recursion() {
-        let t = PageTable::new(16);
+        let t = PageTable::new(16, usize::MAX);
         let first = t.era();
         for i in 0..200_000u64 {
             t.publish(x(i + 1), v(&[(5, buf(1))]), x(i), &[x(i)]);
@@ -670,9 +679,33 @@ mod tests {
         assert_eq!(pooled(&t), POOL_MIN.min(200_000));
     }
 
+    /// The pool keeps as many buffers as the last retire freed (at least `POOL_MIN`), frees the
+    /// excess when a smaller retire follows, and goes back to `POOL_MIN` when trimmed.
+    #[test]
+    fn the_pool_keeps_what_the_last_retire_freed() {
+        let t = PageTable::new(16, usize::MAX);
+        let pages = |from: u64, n: u64| (from..from + n).map(|n| (p(n), buf(1))).collect::<Vec<_>>();
+        let nums = |from: u64, n: u64| (from..from + n).map(p).collect::<Vec<_>>();
+        t.publish(x(1), pages(10, 10_000), x(0), &[x(0)]);
+        t.retire(&nums(10, 10_000), x(1));
+        assert_eq!(pooled(&t), 10_000);
+        assert_eq!(t.pooled_bytes(), 160_000);
+        t.publish(x(2), pages(10, 5_000), x(1), &[x(1)]);
+        t.retire(&nums(10, 5_000), x(2));
+        assert_eq!(pooled(&t), 5_000, "a smaller retire after a big one: the excess is freed");
+        t.publish(x(3), pages(10, 100), x(2), &[x(2)]);
+        t.retire(&nums(10, 100), x(3));
+        assert_eq!(pooled(&t), POOL_MIN);
+        t.publish(x(4), pages(10, 6_000), x(3), &[x(3)]);
+        t.retire(&nums(10, 6_000), x(4));
+        assert_eq!(pooled(&t), 6_000);
+        t.trim_pool();
+        assert_eq!(pooled(&t), POOL_MIN);
+    }
+
     #[test]
     fn superseded_versions_no_snapshot_reads_are_dropped() {
-        let t = PageTable::new(16);
+        let t = PageTable::new(16, usize::MAX);
         t.publish(x(1), v(&[(9, buf(1))]), x(0), &[x(0)]);
         t.publish(x(2), v(&[(9, buf(2))]), x(1), &[x(1)]);
         // A snapshot at 1 reads version 1; nothing reads the others but the newest.
