@@ -208,10 +208,10 @@ struct Pool {
     kept: AtomicU64,
     /// How many buffers the pool keeps: as many as the last flush retired (at least `POOL_MIN`,
     /// at most `max`), since the commits before the next flush copy about as many pages for the
-    /// first time; back to `POOL_MIN` when the writer goes idle (`trim_pool`). A fixed 4,096 left the commits
-    /// between two flushes of `fill-rnd-tx` (tens of thousands of first copies) taking a fifth
-    /// of their buffers from `malloc`, which grew the heap page by page (faults, `mprotect`) after
-    /// each flush had freed the excess.
+    /// first time; back to `POOL_MIN` when the writer goes idle (`trim_pool`). A fixed 4,096
+    /// left the commits between two flushes of `fill-rnd-tx` (tens of thousands of first copies)
+    /// taking a fifth of their buffers from `malloc`, which grew the heap page by page (faults,
+    /// `mprotect`) after each flush had freed the excess.
     cap: AtomicUsize,
     /// The largest `cap` (the table's `pool_max`, at least `POOL_MIN`).
     max: usize,
