@@ -670,12 +670,10 @@ impl Ctx {
         // process has already touched, for every engine alike: otherwise the figure depends on
         // where the allocator finds 8 MiB after the engine's writes (an `mmap` of fresh pages,
         // with a page fault per 4 KiB on first copy, or heap pages already touched).
-        let mut buf = Some(vec![1u8; LARGE_BIG_LEN]);
-        if let Some(b) = buf.as_mut() {
-            b.clear();
-        }
+        let mut buf = vec![1u8; LARGE_BIG_LEN];
+        buf.clear();
         let pb = self.bar(total, format!("large-values-read {}", kind.name()));
-        let el = timed(pb, &mut |pb| read_part_into(&*eng, &plan.keys, &all, pb, buf.take().unwrap_or_default()))?;
+        let el = timed(pb, &mut |pb| read_part_into(&*eng, &plan.keys, &all, pb, std::mem::take(&mut buf)))?;
         // Again, each value as the engine's get lends it (no copy where it offers a view).
         let pb = self.bar(total, format!("large-values-read-view {}", kind.name()));
         let view_el = timed(pb, &mut |pb| read_part_view(&*eng, &plan.keys, &all, pb))?;

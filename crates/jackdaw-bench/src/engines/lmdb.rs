@@ -84,10 +84,6 @@ struct R<'a, 'e> {
 
 impl ReadOps for R<'_, '_> {
     #[inline]
-    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        // A view of the map.
-        Ok(self.db.get(self.tx, key)?.map(f).is_some())
-    }
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         match self.db.get(self.tx, key)? {
@@ -97,6 +93,10 @@ impl ReadOps for R<'_, '_> {
             }
             None => Ok(false),
         }
+    }
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // A view of the map.
+        Ok(self.db.get(self.tx, key)?.map(f).is_some())
     }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64> {
         let hi_b = match hi {

@@ -65,10 +65,6 @@ struct R<'a> {
 
 impl ReadOps for R<'_> {
     #[inline]
-    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        // The guard lends the bytes of redb's page.
-        Ok(self.table.get(key)?.map(|v| f(v.value())).is_some())
-    }
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         match self.table.get(key)? {
@@ -78,6 +74,10 @@ impl ReadOps for R<'_> {
             }
             None => Ok(false),
         }
+    }
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // The guard lends the bytes of redb's page.
+        Ok(self.table.get(key)?.map(|v| f(v.value())).is_some())
     }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64> {
         let it = match hi {

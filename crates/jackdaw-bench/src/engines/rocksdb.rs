@@ -57,10 +57,6 @@ struct R<'a> {
 
 impl ReadOps for R<'_> {
     #[inline]
-    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        // A pinned slice of the block cache or memtable.
-        Ok(self.db.get_pinned_opt(key, &self.ro)?.map(|v| f(&v)).is_some())
-    }
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         match self.db.get_pinned_opt(key, &self.ro)? {
@@ -70,6 +66,10 @@ impl ReadOps for R<'_> {
             }
             None => Ok(false),
         }
+    }
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // A pinned slice of the block cache or memtable.
+        Ok(self.db.get_pinned_opt(key, &self.ro)?.map(|v| f(&v)).is_some())
     }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>, f: &mut Visit<'_>) -> Result<u64> {
         let mut ro = ReadOptions::default();

@@ -98,18 +98,6 @@ struct R<'a> {
 
 impl ReadOps for R<'_> {
     #[inline]
-    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        // The blob as the statement's row holds it (SQLite assembles it from its pages).
-        let mut st = self.get.borrow_mut();
-        let mut rows = st.query([key])?;
-        match rows.next()? {
-            Some(row) => {
-                f(row.get_ref(0)?.as_blob()?);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
         let mut st = self.get.borrow_mut();
@@ -117,6 +105,18 @@ impl ReadOps for R<'_> {
         match rows.next()? {
             Some(row) => {
                 out.extend_from_slice(row.get_ref(0)?.as_blob()?);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+    fn get_view(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        // The blob as the statement's row holds it (SQLite assembles it from its pages).
+        let mut st = self.get.borrow_mut();
+        let mut rows = st.query([key])?;
+        match rows.next()? {
+            Some(row) => {
+                f(row.get_ref(0)?.as_blob()?);
                 Ok(true)
             }
             None => Ok(false),

@@ -19,8 +19,8 @@ use crate::{Error, Result};
 pub(crate) trait PageRead {
     fn page(&self, pgno: u64) -> Result<PageRef<'_>>;
     /// `page`, with every cache line of the page starting to load (a leaf about to be searched
-    /// or copied: its misses overlap instead of following one another). A page held in memory
-    /// is hinted before its reference count is taken (`PageTable::lookup`).
+    /// or copied: its misses overlap instead of following one another). A page-table version is
+    /// hinted as soon as it is found (`PageTable::lookup_in`).
     #[inline]
     fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
         let p = self.page(pgno)?;

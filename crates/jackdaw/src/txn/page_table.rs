@@ -279,27 +279,13 @@ impl Drop for Era {
 const POOL_MIN: usize = 4096;
 
 impl PageTable {
-    /// The newest version of `pgno` committed at or before `txid`.
-    #[inline]
+    /// The newest version of `pgno` committed at or before `txid`, with a reference of its own
+    /// (the flusher's writes; views read versions in place through `lookup_in`).
     pub(crate) fn get(&self, pgno: PageNo, txid: TxId) -> Option<PageBuf> {
-        self.lookup(pgno, txid, false)
-    }
-
-    /// `get`; with `whole` (a page the caller reads whole: a leaf it searches), every line of the
-    /// version starts loading before its reference count is taken. That count is a locked add on
-    /// the page's first line, usually a cache miss, and no load after it issues until the line
-    /// arrives; hinted after it, the page's other lines missed one more time in a row
-    /// (`examples/rndread … hot`: ~15% a get).
-    #[inline(always)]
-    pub(crate) fn lookup(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
         if !self.may_hold(pgno) {
             return None;
         }
-        self.get_locked(pgno, txid, whole)
-    }
-
-    fn get_locked(&self, pgno: PageNo, txid: TxId, whole: bool) -> Option<PageBuf> {
-        newest(&self.map.read(), pgno, txid, whole).cloned()
+        newest(&self.map.read(), pgno, txid, false).cloned()
     }
 
     /// Whether the table may hold versions of `pgno`, from the atomics alone (invariant 3).
