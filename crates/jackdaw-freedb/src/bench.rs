@@ -70,6 +70,11 @@ pub struct BenchArgs {
     /// Keep the databases and the archive.
     #[arg(long)]
     pub keep: bool,
+    /// Query the databases an earlier `--keep` run left in `--dir` instead of importing anew
+    /// (the same `--source` or `--albums` and `--seed`: the queries are drawn from the data): no
+    /// write stage, no pipeline; the queries run twice on the reopened database. Implies `--keep`.
+    #[arg(long)]
+    pub reuse: bool,
     /// Rounds (every engine once a round, the order rotated); figures are medians.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
@@ -503,14 +508,21 @@ fn run_engine(
     queries: &[(Kind, Vec<String>)],
 ) -> Result<(EngineResult, Vec<u64>)> {
     let dir = a.dir.join(format!("db-{name}"));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
+    if a.reuse {
+        if !dir.is_dir() {
+            bail!("--reuse: no database {} (run once with --keep first)", dir.display());
+        }
+    } else {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
     }
-    std::fs::create_dir_all(&dir)?;
     let mut store = open_store(name, &dir, set, a.lmdb_map_gib)?;
     // Each batch's index entries sorted by (index, key, id), as the import writes them.
     let sorted: Vec<Vec<(usize, String, u64)>> = prepared
         .chunks(a.batch)
+        .filter(|_| !a.reuse)
         .map(|c| {
             let mut e: Vec<(usize, String, u64)> =
                 c.iter().flat_map(|p| p.keys.iter().map(move |(i, k)| (*i, k.clone(), p.id))).collect();
@@ -549,16 +561,17 @@ fn run_engine(
     let r = EngineResult {
         read_txn_p50_us,
         engine: name.to_string(),
-        albums_per_s: prepared.len() as f64 / write_seconds,
+        // No write stage with --reuse: 0.
+        albums_per_s: if a.reuse { 0.0 } else { prepared.len() as f64 / write_seconds },
         write_seconds,
         db_bytes: du(&dir, false),
         data_bytes: du(&dir, true),
-        device_bytes_per_album: device.map(|b| b as f64 / prepared.len() as f64),
+        device_bytes_per_album: device.filter(|_| !a.reuse).map(|b| b as f64 / prepared.len() as f64),
         queries: qres,
         queries_reopened,
         rounds_albums_per_s: Vec::new(),
     };
-    if !a.keep {
+    if !a.keep && !a.reuse {
         std::fs::remove_dir_all(&dir).ok();
     }
     Ok((r, all_ids))
@@ -724,6 +737,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
                 slot.1.push(r);
             }
         }
+        if a.reuse {
+            continue;
+        }
         // The whole pipeline on Jackdaw, from the archive.
         let pdir = a.dir.join("db-pipeline");
         if pdir.exists() {
@@ -738,24 +754,25 @@ pub fn run(a: BenchArgs) -> Result<()> {
         pipeline.push(s);
         std::fs::remove_dir_all(&pdir).ok();
     }
-    if !a.keep && a.source.is_none() {
+    if !a.keep && !a.reuse && a.source.is_none() {
         std::fs::remove_file(&archive).ok();
     }
     let results: Vec<EngineResult> = per.into_iter().map(|(_, rs)| median_result(rs)).collect();
+    // Medians (0 for none: `--reuse` runs no pipeline).
     let mid = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
     };
     let pipeline_seconds = mid(pipeline.iter().map(|s| s.seconds).collect());
     let pipeline_writer_busy = mid(pipeline.iter().map(|s| s.write_busy_seconds).collect());
-    let s = &pipeline[0];
+    let pipeline_albums = pipeline.first().map_or(0, |s| s.albums);
     let res = BenchResult {
         albums: prepared.len() as u64,
         index_entries,
         batch: a.batch,
         parse_only_per_s,
         pipeline_seconds,
-        pipeline_per_s: s.albums as f64 / pipeline_seconds,
+        pipeline_per_s: if pipeline_seconds > 0.0 { pipeline_albums as f64 / pipeline_seconds } else { 0.0 },
         pipeline_writer_busy,
         rounds: a.rounds.max(1),
         archive_bytes,
@@ -767,6 +784,15 @@ pub fn run(a: BenchArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(())
+}
+
+/// What the first pass of queries ran on.
+fn first_pass(a: &BenchArgs) -> &'static str {
+    if a.reuse {
+        "opened (--reuse)"
+    } else {
+        "after import"
+    }
 }
 
 fn print_report(r: &BenchResult, a: &BenchArgs) {
@@ -801,7 +827,7 @@ fn print_report(r: &BenchResult, a: &BenchArgs) {
     println!("| engine | query | when | p50 µs | p99 µs | albums returned |");
     println!("|---|---|---|---:|---:|---:|");
     for e in &r.engines {
-        for (when, qs) in [("after import", &e.queries), ("reopened", &e.queries_reopened)] {
+        for (when, qs) in [(first_pass(a), &e.queries), ("reopened", &e.queries_reopened)] {
             for (k, p50, p99, n) in qs {
                 println!("| {} | {k} | {when} | {p50:.1} | {p99:.1} | {n} |", e.engine);
             }
@@ -821,11 +847,12 @@ fn print_report(r: &BenchResult, a: &BenchArgs) {
                     .join(", ")
             };
             println!(
-                "jackdaw vs {}: import {:.2}x, size {:.2}x (without journal / WAL {:.2}x), query p50 speed-up after import: {}; reopened: {}",
+                "jackdaw vs {}: import {:.2}x, size {:.2}x (without journal / WAL {:.2}x), query p50 speed-up {}: {}; reopened: {}",
                 e.engine,
                 j.albums_per_s / e.albums_per_s,
                 j.db_bytes as f64 / e.db_bytes.max(1) as f64,
                 j.data_bytes as f64 / e.data_bytes.max(1) as f64,
+                first_pass(a),
                 speedup(&j.queries, &e.queries),
                 speedup(&j.queries_reopened, &e.queries_reopened)
             );

@@ -191,33 +191,54 @@ fn the_cli_searches_and_prints_stats() {
 
 /// `freedb bench` at a small size: every engine returns the same albums for the same queries,
 /// right after the import and after a reopen (the bench fails otherwise), and the JSON holds both
-/// passes with the same albums returned per kind.
+/// passes with the same albums returned per kind. `--keep` leaves the databases, `--reuse`
+/// queries them again without importing (the same albums returned), and refuses a directory
+/// with no database.
 #[test]
 fn the_bench_runs_every_engine_both_passes() {
     let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let exe = env!("CARGO_BIN_EXE_freedb");
-    let out = Command::new(exe)
-        .args(["bench", "--albums", "400", "--queries", "40", "--batch", "100", "--engines", "jackdaw,sqlite,lmdb"])
-        .arg("--dir")
-        .arg(dir.path().join("b"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let bench = |json: &std::path::Path, bdir: &str, extra: &str| {
+        Command::new(exe)
+            .args(["bench", "--albums", "400", "--queries", "40", "--batch", "100", "--engines", "jackdaw,sqlite,lmdb"])
+            .arg(extra)
+            .arg("--dir")
+            .arg(dir.path().join(bdir))
+            .arg("--json")
+            .arg(json)
+            .output()
+            .unwrap()
+    };
+    let returned = |e: &serde_json::Value, pass: &str| -> Vec<u64> {
+        e[pass].as_array().unwrap().iter().map(|q| q[3].as_u64().unwrap()).collect()
+    };
+    let json = dir.path().join("r.json");
+    let out = bench(&json, "b", "--keep");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let engines = v["engines"].as_array().unwrap();
     assert_eq!(engines.len(), 3);
-    let returned = |e: &serde_json::Value, pass: &str| -> Vec<u64> {
-        e[pass].as_array().unwrap().iter().map(|q| q[3].as_u64().unwrap()).collect()
-    };
     let first = returned(&engines[0], "queries");
     assert_eq!(first.len(), 3, "three query kinds");
     assert!(first.iter().all(|n| *n > 0), "{first:?}");
     for e in engines {
         assert_eq!(returned(e, "queries"), first, "{}", e["engine"]);
         assert_eq!(returned(e, "queries_reopened"), first, "{}", e["engine"]);
+        assert!(e["albums_per_s"].as_f64().unwrap() > 0.0, "{}", e["engine"]);
     }
+
+    let json = dir.path().join("r2.json");
+    let out = bench(&json, "b", "--reuse");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for e in v["engines"].as_array().unwrap() {
+        assert_eq!(e["albums_per_s"].as_f64(), Some(0.0), "no import with --reuse: {}", e["engine"]);
+        assert_eq!(returned(e, "queries"), first, "{}", e["engine"]);
+        assert_eq!(returned(e, "queries_reopened"), first, "{}", e["engine"]);
+    }
+
+    let out = bench(&dir.path().join("r3.json"), "empty", "--reuse");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run once with --keep first"));
 }

@@ -317,6 +317,42 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
     check_pages(&env, [a]);
 }
 
+/// A database opened only to be read is not grown: `close` trims the file to its high-water
+/// mark, which is then past 7/8 of it, and the background flusher used to grow it by an eighth,
+/// twice, within its first wake-ups after the open (two `fallocate`s and `fsync`s, and two
+/// replacements of the mapping under the readers). Growth ahead is for a writer: the first
+/// commit past the mark asks for it (`background_flusher_grows_the_data_file_ahead_of_the_writer`).
+#[test]
+fn a_database_opened_to_be_read_is_not_grown() {
+    let dir = TestDb::dir("read-no-grow");
+    let env = Env::open(&dir, test_opts()).unwrap();
+    let mut pages = Vec::new();
+    let mut tx = env.write().unwrap();
+    for _ in 0..2000 {
+        pages.push(alloc(&mut tx, pages.len() as u64));
+    }
+    tx.commit().unwrap();
+    env.close().unwrap();
+    // The flusher wakes every 5 ms (its idle interval) and finds the mark past 7/8 each time.
+    let o = test_opts().flush_idle(std::time::Duration::from_millis(5));
+    let env = Env::open(&dir, o).unwrap();
+    let file_bytes = |env: &Env| env.stats().data_file_bytes;
+    let at_open = file_bytes(&env);
+    let (page_size, high) = (env.stats().page_size as u64, env.read().unwrap().next_page());
+    assert!(high > at_open / page_size / 8 * 7, "the test needs the mark past 7/8: {high} pages of {at_open} bytes");
+    for round in 0..60 {
+        let r = env.read().unwrap();
+        for (i, &p) in pages.iter().enumerate().skip(round).step_by(97) {
+            assert_eq!(read_value(&r, p), i as u64);
+        }
+        drop(r);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(file_bytes(&env), at_open, "reading grew the data file");
+    dir.raw_pages(pages.clone());
+    check_pages(&env, pages);
+}
+
 /// The background flusher grows the data file ahead of the writer once a commit passes 7/8 of it:
 /// the file grows although no commit runs after that one (a 64 MiB file by an eighth).
 #[test]
