@@ -846,10 +846,11 @@ fn print_report(r: &BenchResult, a: &BenchArgs) {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            // No import with --reuse: no ratio.
+            let import = if a.reuse { "n/a".to_string() } else { format!("{:.2}x", j.albums_per_s / e.albums_per_s) };
             println!(
-                "jackdaw vs {}: import {:.2}x, size {:.2}x (without journal / WAL {:.2}x), query p50 speed-up {}: {}; reopened: {}",
+                "jackdaw vs {}: import {import}, size {:.2}x (without journal / WAL {:.2}x), query p50 speed-up {}: {}; reopened: {}",
                 e.engine,
-                j.albums_per_s / e.albums_per_s,
                 j.db_bytes as f64 / e.db_bytes.max(1) as f64,
                 j.data_bytes as f64 / e.data_bytes.max(1) as f64,
                 first_pass(a),
