@@ -232,17 +232,13 @@ pub(crate) fn run(core: Arc<Core>) {
         let quiet = now.saturating_sub(quiet_since) >= core.opts.flush_idle;
         let idle = core.table.pages() > 0 && quiet;
         let due = requested || core.flush_due() || idle;
-        if !due {
-            if quiet {
-                // The buffers kept for a burst of commits go back to the allocator.
-                core.table.trim_pool();
-            }
-            continue;
-        }
-        let r = flush_once(&core);
+        let r = due.then(|| flush_once(&core));
         if quiet {
+            // The buffers kept for a burst of commits go back to the allocator (after the
+            // flush: its retire sets the pool's cap).
             core.table.trim_pool();
         }
+        let Some(r) = r else { continue };
         let mut c = core.flusher_ctl.lock();
         c.runs += 1;
         if let Err(e) = r {

@@ -127,34 +127,39 @@ impl Slots {
         Slots((0..SLOT_CHUNKS).map(|_| std::sync::OnceLock::new()).collect())
     }
 
+    /// The chunk of `pgno` and the slot's index in it; `None` past the last chunk.
+    #[inline(always)]
+    fn at(&self, pgno: PageNo) -> Option<(&std::sync::OnceLock<Box<[ImageSlot]>>, usize)> {
+        let n = pgno.get();
+        let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
+        Some((chunk, (n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize))
+    }
+
     /// What the slot of `pgno` tells a view at `txid` (see `sys::ImageSlot::read`).
     #[inline(always)]
     fn read<'a>(&self, pgno: PageNo, txid: TxId, len: usize, era: &'a Era) -> SlotRead<'a> {
-        let n = pgno.get();
-        let Some(chunk) = self.0.get((n >> SLOT_CHUNK_BITS) as usize) else {
+        let Some((chunk, i)) = self.at(pgno) else {
             return SlotRead::Locked;
         };
         // A chunk not made yet: no page of it ever had a version (made before the first one
         // was published, so before any snapshot that could see it began).
         match chunk.get() {
-            Some(c) => c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize].read(txid.get(), len, era),
+            Some(c) => c[i].read(txid.get(), len, era),
             None => SlotRead::Absent,
         }
     }
 
     /// What the slot of `pgno` holds (`sys::ImageSlot::peek`); `None` past the last chunk.
     fn peek(&self, pgno: PageNo) -> Option<Option<Option<(u64, *const u8)>>> {
-        let n = pgno.get();
-        let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
-        Some(chunk.get().and_then(|c| c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize].peek()))
+        let (chunk, i) = self.at(pgno)?;
+        Some(chunk.get().and_then(|c| c[i].peek()))
     }
 
     /// The slot of `pgno`, its chunk made if need be (writer only); `None` past the last chunk.
     fn slot(&self, pgno: PageNo) -> Option<&ImageSlot> {
-        let n = pgno.get();
-        let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
+        let (chunk, i) = self.at(pgno)?;
         let c = chunk.get_or_init(|| (0..1usize << SLOT_CHUNK_BITS).map(|_| ImageSlot::default()).collect());
-        Some(&c[(n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize])
+        Some(&c[i])
     }
 }
 
@@ -221,7 +226,7 @@ impl Pool {
     /// Keep at most `cap` buffers from now on; free those past it now (a flush after a burst of
     /// big commits is followed by small ones: the burst's buffers are not kept for them).
     fn set_cap(&self, cap: usize) {
-        let cap = cap.clamp(POOL_MIN, self.max.max(POOL_MIN));
+        let cap = cap.clamp(POOL_MIN, self.max);
         self.cap.store(cap, Ordering::Relaxed);
         let extra = {
             let mut bufs = self.bufs.lock();
