@@ -71,8 +71,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub keep: bool,
     /// Query the databases an earlier `--keep` run left in `--dir` instead of importing anew
-    /// (the same `--source` or `--albums` and `--seed`: the queries are drawn from the data): no
-    /// write stage, no pipeline; the queries run twice on the reopened database. Implies `--keep`.
+    /// (the same `--source` or `--albums`, `--seed`, `--track-index` and `--batch`, checked: the
+    /// queries are drawn from the data): no write stage, no pipeline; the queries run twice on
+    /// the reopened database. Implies `--keep`.
     #[arg(long)]
     pub reuse: bool,
     /// Rounds (every engine once a round, the order rotated); figures are medians.
@@ -715,6 +716,30 @@ pub fn run(a: BenchArgs) -> Result<()> {
     // albums take gigabytes).
     drop(albums);
 
+    // What `--keep` leaves and `--reuse` needs: the same albums and queries (a database of other
+    // albums would answer other queries with nothing, and be measured as if it were right).
+    let mark_path = a.dir.join(KEPT_MARK);
+    let mark = format!(
+        "albums {} index entries {} seed {} track index {} batch {}\n",
+        prepared.len(),
+        index_entries,
+        a.seed,
+        a.track_index,
+        a.batch
+    );
+    if a.reuse {
+        let kept = std::fs::read_to_string(&mark_path).unwrap_or_default();
+        if kept != mark {
+            bail!(
+                "--reuse: the databases in {} were not kept by a run of these albums (kept: {:?}; now: {:?}); \
+                 pass the --source or --albums, --seed, --track-index and --batch of the --keep run",
+                a.dir.display(),
+                kept.trim(),
+                mark.trim()
+            );
+        }
+    }
+
     // Rounds: every engine once a round, the order rotated, medians reported (the machine is
     // shared: one round's figures can be off by a factor).
     let mut per: Vec<(String, Vec<EngineResult>)> = a.engines.iter().map(|e| (e.clone(), Vec::new())).collect();
@@ -754,6 +779,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
         pipeline.push(s);
         std::fs::remove_dir_all(&pdir).ok();
     }
+    if a.keep && !a.reuse {
+        std::fs::write(&mark_path, &mark).with_context(|| format!("cannot write {}", mark_path.display()))?;
+    }
     if !a.keep && !a.reuse && a.source.is_none() {
         std::fs::remove_file(&archive).ok();
     }
@@ -785,6 +813,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The file `--keep` writes beside the databases, naming the albums they hold (`--reuse` checks it).
+const KEPT_MARK: &str = "bench-kept.txt";
 
 /// What the first pass of queries ran on.
 fn first_pass(a: &BenchArgs) -> &'static str {

@@ -193,7 +193,7 @@ fn the_cli_searches_and_prints_stats() {
 /// right after the import and after a reopen (the bench fails otherwise), and the JSON holds both
 /// passes with the same albums returned per kind. `--keep` leaves the databases, `--reuse`
 /// queries them again without importing (the same albums returned), and refuses a directory
-/// with no database.
+/// with no database or databases of other albums.
 #[test]
 fn the_bench_runs_every_engine_both_passes() {
     let _serial = common::serial();
@@ -240,5 +240,14 @@ fn the_bench_runs_every_engine_both_passes() {
 
     let out = bench(&dir.path().join("r3.json"), "empty", "--reuse");
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("run once with --keep first"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("were not kept by a run of these albums"));
+    // Other albums (another seed) than the kept ones: refused, not measured against empty answers.
+    let out = Command::new(exe)
+        .args(["bench", "--albums", "400", "--seed", "9", "--queries", "40", "--batch", "100", "--reuse"])
+        .arg("--dir")
+        .arg(dir.path().join("b"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("were not kept by a run of these albums"));
 }
