@@ -37,7 +37,7 @@
 //!    (the era lock orders the two); and `publish` never drops a page's newest version at or
 //!    below the last visible transaction, the only one a slot hands to a snapshot.
 
-use crate::storage::sys::{Frame, Frames, ImageSlot, SlotRead};
+use crate::storage::sys::{ImageSlot, SlotRead};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, ShardedRwLock};
 use crate::{PageNo, TxId};
@@ -47,14 +47,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// A page image: the writer's copy while its transaction runs (unique, so `Arc::get_mut`
-/// gives its bytes), then an immutable committed version. Its bytes are a frame of the table's
-/// `Frames`, not a heap allocation (`sys::Frames` says why).
-pub(crate) type PageBuf = Arc<Frame>;
+/// An immutable committed page image.
+pub(crate) type PageBuf = Arc<[u8]>;
 
 /// The versions of one page, oldest first. Most pages have exactly one, kept inline in the map's
-/// slot: a lookup under the lock touches the slot, the version's `Arc` (its counts and the
-/// frame's address) and then the page; reads through `slots` go to the page directly.
+/// slot: a lookup touches the slot and then the page itself (its reference counts share the
+/// page header's cache line), no third place.
 type Versions = SmallVec<[(TxId, PageBuf); 1]>;
 
 /// Hasher for page numbers: a multiplicative mix (keys are not attacker-chosen).
@@ -176,8 +174,6 @@ pub(crate) struct PageTable {
     count: AtomicUsize,
     bytes: AtomicU64,
     pool: Arc<Pool>,
-    /// Where images' bytes come from (the pool's buffers hold theirs).
-    frames: Arc<Frames>,
     /// Pages with versions, by `bucket(pgno)` (invariant 3).
     present: Box<[AtomicU32]>,
     /// The era retired versions join now (invariant 5), and how many eras came before it.
@@ -203,7 +199,6 @@ impl PageTable {
             bytes: AtomicU64::new(0),
             era: Mutex::new(Arc::new(Era::new(pool.clone()))),
             pool,
-            frames: Arc::new(Frames::new(image_len)),
             present: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             era_gen: AtomicU64::new(0),
         }
@@ -447,19 +442,7 @@ impl PageTable {
                 return b;
             }
         }
-        let mut f = self.frame(src.len(), false);
-        f.copy_from_slice(src);
-        Arc::new(f)
-    }
-
-    /// A new frame of `len` bytes (zero when `zero`): the table's own for its image length, from
-    /// the heap (zeroed) for any other.
-    fn frame(&self, len: usize, zero: bool) -> Frame {
-        if len == self.image_len {
-            self.frames.take(zero)
-        } else {
-            Frame::heap(len)
-        }
+        Arc::from(src)
     }
 
     /// A zeroed page buffer of `len` bytes, not shared; from the pool when it has one.
@@ -470,7 +453,7 @@ impl PageTable {
                 return b;
             }
         }
-        Arc::new(self.frame(len, true))
+        std::iter::repeat_n(0u8, len).collect()
     }
 
     /// A pooled buffer of `len` bytes, if the pool has one (pooled buffers are unique).
@@ -524,11 +507,9 @@ impl PageTable {
         problems
     }
 
-    /// The writer is idle: keep at most `POOL_MIN` buffers from now on, free the others, and
-    /// give the memory of the free frames back to the system.
+    /// The writer is idle: keep at most `POOL_MIN` buffers from now on, and free the others.
     pub(crate) fn trim_pool(&self) {
         self.pool.set_cap(POOL_MIN);
-        self.frames.trim();
     }
 
     /// Bytes of the page buffers the pool keeps for the writer's next copies.
@@ -565,13 +546,8 @@ mod tests {
         pages.iter().map(|(n, b)| (p(*n), b.clone())).collect()
     }
 
-    /// A table of 16-byte images, for buffers made outside the table under test.
-    fn t16() -> PageTable {
-        PageTable::new(16, usize::MAX)
-    }
-
     fn buf(b: u8) -> PageBuf {
-        t16().copy_of(&[b; 16])
+        Arc::from(vec![b; 16])
     }
 
     #[test]
@@ -647,7 +623,7 @@ mod tests {
         let era = t.era();
         let far = (SLOT_CHUNKS as u64) << SLOT_CHUNK_BITS;
         t.publish(x(3), v(&[(5, buf(3)), (far + 1, buf(3))]), x(2), &[x(2)]);
-        t.publish(x(7), v(&[(5, buf(7)), (6, t16().copy_of(&[7u8; 8]))]), x(3), &[x(3)]);
+        t.publish(x(7), v(&[(5, buf(7)), (6, Arc::from(vec![7u8; 8]))]), x(3), &[x(3)]);
         let seen = |pg: u64, at: u64| t.lookup_in(p(pg), x(at), true, &era).map(|b| (b[0], b.len()));
         assert_eq!(seen(5, 9), Some((7, 16)));
         assert_eq!(seen(5, 7), Some((7, 16)));

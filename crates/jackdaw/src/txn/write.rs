@@ -1066,7 +1066,5 @@ impl Prepared {
 /// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
 /// bug of this module, reported as an error rather than a panic.
 fn unique(buf: &mut PageBuf) -> Result<&mut [u8]> {
-    Arc::get_mut(buf)
-        .map(|f| &mut f[..])
-        .ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
+    Arc::get_mut(buf).ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
 }
