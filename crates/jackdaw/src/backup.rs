@@ -376,7 +376,7 @@ fn for_each_free_map(rtx: &ReadTxn, mut f: impl FnMut(u64, &[bool]) -> Result<()
     for k in 0..g.sections(next_page) {
         let bp = g.bitmap_page(k);
         let p = snap.page(crate::PageNo::new(bp))?;
-        if page::page_kind(&p) != Some(page::PageKind::FreeMap) {
+        if page::page_kind(p) != Some(page::PageKind::FreeMap) {
             return Err(Error::corrupted(Some(bp), "expected a free-space bitmap page"));
         }
         let first = k * g.section;
@@ -424,7 +424,7 @@ fn copy_pages(
             if buf.is_empty() {
                 run_first = pgno;
             }
-            buf.extend_from_slice(&snap.page(crate::PageNo::new(pgno))?);
+            buf.extend_from_slice(snap.page(crate::PageNo::new(pgno))?);
         }
         Ok(())
     })?;

@@ -294,7 +294,7 @@ fn snapshots_see_their_version_under_concurrent_pipelined_commits() {
                     let r = env.read().unwrap();
                     let p = r.page(a).unwrap();
                     assert_eq!(
-                        jackdaw::internals::page_txid(&p),
+                        jackdaw::internals::page_txid(p),
                         r.txid().get(),
                         "snapshot {} read another version",
                         r.txid().get()

@@ -58,7 +58,7 @@ fn matches_value(page: &[u8], v: u64) -> bool {
 fn verify_state(r: &ReadTxn, m: &Model, what: &str) {
     for (&p, &v) in m {
         let page = r.page(p).unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
-        assert!(matches_value(&page, v), "{what}: page {p} does not hold {v}");
+        assert!(matches_value(page, v), "{what}: page {p} does not hold {v}");
     }
 }
 

@@ -293,10 +293,10 @@ fn open(setup: &Setup, backend: &Backend) -> Env {
 fn verify_view(r: &ReadTxn, model: &Model, what: &str) {
     for (&p, &v) in model {
         let page = r.page(p).unwrap_or_else(|e| panic!("{what}: page {p}: {e}"));
-        assert_eq!(page_no(&page), p, "{what}: page {p} header");
-        assert_eq!(page_kind(&page), Some(PageKind::Raw), "{what}: page {p} kind");
-        assert!(page_txid(&page) <= r.txid().get(), "{what}: page {p} written by a later transaction");
-        assert!(body_is(&page, v), "{what}: page {p} does not hold {v} (snapshot txid {})", r.txid().get());
+        assert_eq!(page_no(page), p, "{what}: page {p} header");
+        assert_eq!(page_kind(page), Some(PageKind::Raw), "{what}: page {p} kind");
+        assert!(page_txid(page) <= r.txid().get(), "{what}: page {p} written by a later transaction");
+        assert!(body_is(page, v), "{what}: page {p} does not hold {v} (snapshot txid {})", r.txid().get());
     }
 }
 
@@ -502,7 +502,7 @@ impl Harness {
                 let tx = self.tx();
                 let p = alloc_v(tx, v);
                 assert!(p >= 4 && p < tx.next_page(), "allocated page {p}");
-                assert!(body_is(&tx.page(p).unwrap(), v));
+                assert!(body_is(tx.page(p).unwrap(), v));
                 assert!(!self.pending.contains_key(&p), "page {p} allocated while live");
                 self.pending.insert(p, v);
                 self.tx_ops += 1;
@@ -519,7 +519,7 @@ impl Harness {
                 };
                 let tx = self.tx.as_mut().unwrap();
                 put(tx, p, v);
-                assert!(body_is(&tx.page(p).unwrap(), v));
+                assert!(body_is(tx.page(p).unwrap(), v));
                 self.pending.insert(p, v);
                 self.tx_ops += 1;
             }

@@ -55,7 +55,7 @@ pub(crate) fn list<P: PageRead + ?Sized>(p: &P, root: &TreeDesc) -> Result<Vec<(
     c.seek(p, root, Bound::Unbounded)?;
     while c.is_valid() {
         let page = p.page(c.leaf())?;
-        let n = Node::new(&page);
+        let n = Node::new(page);
         let name = String::from_utf8_lossy(n.key(c.idx())?).into_owned();
         let (_, v, _) = n.value(c.idx())?;
         out.push((name, TreeDesc::decode(v)?));
@@ -110,7 +110,7 @@ pub(crate) fn handle(name: &str, d: &TreeDesc, db_id: u64) -> Tree {
 pub(crate) fn reachable<P: PageRead + ?Sized>(p: &P, problems: &mut Vec<crate::stats::Problem>) -> (Vec<u64>, u64) {
     use crate::stats::{Problem, ProblemKind as K};
     let mut pages = Vec::new();
-    let meta = match p.page(crate::data::file::META_PAGE).and_then(|m| crate::tree::Meta::decode(&m)) {
+    let meta = match p.page(crate::data::file::META_PAGE).and_then(crate::tree::Meta::decode) {
         Ok(m) => m,
         Err(e) => {
             problems.push(Problem::from_error(

@@ -117,7 +117,7 @@ enum Item<S: Source> {
 fn entry<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<Item<S>> {
     let p = src.pages();
     let page = p.page(c.leaf())?;
-    let n = Node::new(&page);
+    let n = Node::new(page);
     let key = n.key(c.idx())?;
     let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
     let k = src.bytes(&page, c.leaf(), kstart, key.len());
@@ -144,7 +144,7 @@ pub(crate) fn overflow_bytes<S: Source>(src: &S, first: u64, len: u64) -> Result
         return Ok(Bytes::owned(overflow::read(p, first, len)?));
     }
     let page = p.page(first)?;
-    let (next, on_page) = overflow::link(&page, first)?;
+    let (next, on_page) = overflow::link(page, first)?;
     if next != 0 || on_page as u64 != len {
         return Err(crate::Error::corrupted(
             Some(first),
@@ -254,7 +254,7 @@ fn pair<S: Source>(item: Result<Item<S>>) -> Result<(Bytes, Bytes)> {
 
 fn key_of<S: Source>(src: &S, c: &TreeCursor) -> Result<Vec<u8>> {
     let page = src.pages().page(c.leaf())?;
-    Ok(Node::new(&page).key(c.idx())?.to_vec())
+    Ok(Node::new(page).key(c.idx())?.to_vec())
 }
 
 /// A double-ended iterator over a key range, yielding `Result<(key, value)>` in key order.
@@ -351,7 +351,7 @@ impl<S: Source> Iter<S> {
             return Ok(true);
         }
         let page = self.src.pages().page(c.leaf())?;
-        let n = Node::new(&page);
+        let n = Node::new(page);
         let within = |key: &[u8]| -> bool {
             if forward {
                 match as_ref(&self.hi) {
@@ -486,7 +486,7 @@ impl<S: Source> DoubleEndedIterator for Iter<S> {
 /// The key under a tree cursor (zero-copy from a snapshot).
 fn key_bytes<S: Source>(src: &S, c: &TreeCursor) -> Result<Bytes> {
     let page = src.pages().page(c.leaf())?;
-    let key = Node::new(&page).key(c.idx())?;
+    let key = Node::new(page).key(c.idx())?;
     let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
     Ok(src.bytes(&page, c.leaf(), kstart, key.len()))
 }
@@ -498,7 +498,7 @@ fn value_count<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<u64> {
         return Ok(1);
     }
     let page = src.pages().page(c.leaf())?;
-    let (flags, v, _) = Node::new(&page).value(c.idx())?;
+    let (flags, v, _) = Node::new(page).value(c.idx())?;
     match flags {
         FLAG_NESTED => list_count(v),
         FLAG_SUBTREE => Ok(TreeDesc::decode(v)?.entries),

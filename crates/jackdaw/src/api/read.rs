@@ -149,7 +149,7 @@ impl ReadTxn {
             st.root = Some(r);
             return Ok(r);
         }
-        let r = Meta::decode(&self.snap.page(crate::PageNo::new(META_PAGE))?)?.root;
+        let r = Meta::decode(self.snap.page(crate::PageNo::new(META_PAGE))?)?.root;
         st.root = Some(r);
         Ok(r)
     }
@@ -253,7 +253,7 @@ impl ReadTxn {
             let (len, first) = overflow::decode_ref(v)?;
             return Ok(Some(super::iter::overflow_bytes(&src, first, len)?));
         }
-        let pgno = crate::data::page::page_no(&f.page);
+        let pgno = crate::data::page::page_no(f.page);
         Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
     }
 
@@ -324,7 +324,7 @@ impl ReadTxn {
             return Ok(Values::empty());
         };
         let (flags, v, vstart) = f.value()?;
-        let pgno = crate::data::page::page_no(&f.page);
+        let pgno = crate::data::page::page_no(f.page);
         Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
     }
 
@@ -401,7 +401,7 @@ impl std::io::Read for ValueReader {
             return Err(std::io::Error::other(Error::corrupted(None, "overflow chain ends early")));
         }
         let page = self.snap.page(crate::PageNo::new(self.next)).map_err(std::io::Error::other)?;
-        let (next, len) = overflow::link(&page, self.next).map_err(std::io::Error::other)?;
+        let (next, len) = overflow::link(page, self.next).map_err(std::io::Error::other)?;
         if len as u64 > self.left || len == 0 {
             return Err(std::io::Error::other(Error::corrupted(
                 Some(self.next),

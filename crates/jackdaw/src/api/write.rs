@@ -65,7 +65,7 @@ pub struct WriteTxn {
 impl WriteTxn {
     pub(crate) fn begin(core: &Arc<Core>, wait: bool) -> Result<WriteTxn> {
         let raw = PageTxn::begin(core, wait)?;
-        let meta = Meta::decode(&raw.page(META_PAGE)?)?;
+        let meta = Meta::decode(raw.page(META_PAGE)?)?;
         let next_tree_id = meta.next_tree_id.max(core.tree_ids());
         Ok(WriteTxn {
             raw,
@@ -442,7 +442,7 @@ impl WriteTxn {
                 return Ok(Values::empty());
             };
             let (flags, v, vstart) = f.value()?;
-            let pgno = crate::data::page::page_no(&f.page);
+            let pgno = crate::data::page::page_no(f.page);
             Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
         })
     }
@@ -527,7 +527,7 @@ impl WriteTxn {
             self.meta_dirty = true;
         }
         if self.meta_dirty {
-            let old = Meta::decode(&self.raw.page(META_PAGE)?)?;
+            let old = Meta::decode(self.raw.page(META_PAGE)?)?;
             if old.next_tree_id != self.next_tree_id || old.root != self.root {
                 let meta = Meta { next_tree_id: self.next_tree_id, root: self.root };
                 meta.encode(self.raw.page_mut(META_PAGE)?);

@@ -204,14 +204,14 @@ pub(crate) fn descend_to<'a, P: PageRead + ?Sized>(
         // 1,090 ns per get (median).
         let page = if level == 0 { p.page_whole(pgno)? } else { p.page(pgno)? };
         *touched += 1;
-        check_kind(&page, pgno, level)?;
+        check_kind(page, pgno, level)?;
         if level == 0 {
             if let (Some(c), Some(f)) = (cache, fill) {
-                fill_from_leaf(c, desc.id, pgno, &page, f, leftmost, rightmost)?;
+                fill_from_leaf(c, desc.id, pgno, page, f, leftmost, rightmost)?;
             }
             return Ok((pgno, page));
         }
-        let n = Node::new(&page);
+        let n = Node::new(page);
         // Every descent searches the root: its probes find their lines in the cache, and hints
         // would only cost instructions (~110 a get at depth 3).
         let ci = if pgno == desc.root { n.child_index_cached(key) } else { n.child_index(key) }?;
@@ -340,7 +340,7 @@ pub(crate) struct Found<'a> {
 impl Found<'_> {
     #[inline]
     pub(crate) fn value(&self) -> Result<(u8, &[u8], usize)> {
-        Node::new(&self.page).value(self.idx)
+        Node::new(self.page).value(self.idx)
     }
 }
 
@@ -358,7 +358,7 @@ pub(crate) fn get<'a, P: PageRead + ?Sized>(
         return Ok(None);
     }
     let (page, descended) = leaf_page(p, desc, cache, key, touched)?;
-    let n = Node::new(&page);
+    let n = Node::new(page);
     let r = if descended { n.search_loaded(key) } else { n.search(key) }?;
     Ok(r.ok().map(|idx| Found { page, idx }))
 }
@@ -494,7 +494,7 @@ fn split<W: PageWrite + ?Sized>(
 
 fn rightmost_path<W: PageRead + ?Sized>(w: &W, path: &Path) -> Result<bool> {
     for (pg, ci) in path {
-        if *ci + 1 != Node::new(&w.page(*pg)?).count() {
+        if *ci + 1 != Node::new(w.page(*pg)?).count() {
             return Ok(false);
         }
     }
@@ -517,7 +517,7 @@ fn split_page<W: PageWrite + ?Sized>(
     {
         let (count, level) = {
             let page = w.page(pgno)?;
-            let n = Node::new(&page);
+            let n = Node::new(page);
             (n.count(), n.level())
         };
         if rightmost && idx == count && count > 0 {
@@ -527,7 +527,7 @@ fn split_page<W: PageWrite + ?Sized>(
     // One copy of the page; entries are slices of it (no allocation per entry).
     let (image, level) = {
         let page = w.page(pgno)?;
-        let level = Node::new(&page).level();
+        let level = Node::new(page).level();
         (page.to_vec(), level)
     };
     let n = Node::new(&image);
@@ -639,7 +639,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
     }
     let mut path = Path::new();
     let leaf = descend(w, desc, key, Some(&mut path), touched)?;
-    let idx = match Node::new(&w.page(leaf)?).search(key)? {
+    let idx = match Node::new(w.page(leaf)?).search(key)? {
         Ok(i) => i,
         Err(_) => return Ok(false),
     };
@@ -664,7 +664,7 @@ fn rebalance<W: PageWrite + ?Sized>(
     loop {
         let (used, count, leaf, first_child) = {
             let page = w.page(pg)?;
-            let n = Node::new(&page);
+            let n = Node::new(page);
             let fc = if !n.is_leaf() && n.count() > 0 { n.child(0)? } else { 0 };
             (n.used(), n.count(), n.is_leaf(), fc)
         };
@@ -748,7 +748,7 @@ fn merge_with_sibling<W: PageWrite + ?Sized>(
     let (ppg, ci) = *path.last().ok_or_else(|| Error::Invalid("internal: rebalance past the root".into()))?;
     let (lpg, rpg, ri, sep) = {
         let parent = w.page(ppg)?;
-        let pn = Node::new(&parent);
+        let pn = Node::new(parent);
         if pn.count() < 2 {
             return Ok(None);
         }
@@ -757,7 +757,7 @@ fn merge_with_sibling<W: PageWrite + ?Sized>(
     };
     let mut right_entries = {
         let page = w.page(rpg)?;
-        let n = Node::new(&page);
+        let n = Node::new(page);
         (0..n.count()).map(|i| n.entry(i).map(<[u8]>::to_vec)).collect::<Result<Vec<_>>>()?
     };
     if !leaf {
@@ -769,7 +769,7 @@ fn merge_with_sibling<W: PageWrite + ?Sized>(
             *first = e;
         }
     }
-    let lused = Node::new(&w.page(lpg)?).used();
+    let lused = Node::new(w.page(lpg)?).used();
     let rsize: usize = right_entries.iter().map(|e| e.len() + 2).sum();
     if lused + rsize > cap {
         return Ok(None);
@@ -809,8 +809,8 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
             return Err(Error::corrupted(Some(pg), "tree has more pages than its descriptor counts"));
         }
         let page = w.page(pg)?;
-        check_kind(&page, pg, level)?;
-        let n = Node::new(&page);
+        check_kind(page, pg, level)?;
+        let n = Node::new(page);
         for i in 0..n.count() {
             if level > 0 {
                 stack.push((n.child(i)?, level - 1));

@@ -109,8 +109,8 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
         let name = self.name;
         let Some(page) = self.enter(pg) else { return };
         let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
-        let n = Node::new(&page);
-        if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
+        let n = Node::new(page);
+        if page::page_kind(page) != Some(want) || n.level() as u32 != level {
             self.problems.push(order(
                 pg,
                 name,

@@ -43,7 +43,7 @@ impl Cursor {
         let mut t = 0;
         let (leaf, page) = descend_to(p, desc, k, Some(&mut self.path), None, &mut t)?;
         self.leaf = leaf;
-        let n = Node::new(&page);
+        let n = Node::new(page);
         self.count = n.count();
         Ok((n.search_loaded(k)?, self.count))
     }
@@ -112,13 +112,13 @@ impl Cursor {
         let mut pg = desc.root;
         for _ in 1..desc.depth {
             let page = p.page(pg)?;
-            let n = Node::new(&page);
+            let n = Node::new(page);
             let ci = if last { n.count().saturating_sub(1) } else { 0 };
             self.path.push((pg, ci));
             pg = n.child(ci)?;
         }
         self.leaf = pg;
-        let count = Node::new(&p.page(pg)?).count();
+        let count = Node::new(p.page(pg)?).count();
         self.count = count;
         self.valid = true;
         if count == 0 {
@@ -150,13 +150,13 @@ impl Cursor {
                 return Ok(());
             };
             let page = p.page(pg)?;
-            let n = Node::new(&page);
+            let n = Node::new(page);
             if ci + 1 < n.count() {
                 self.path.push((pg, ci + 1));
                 let mut child = n.child(ci + 1)?;
                 while depth_down > 0 {
                     let cp = p.page(child)?;
-                    let cn = Node::new(&cp);
+                    let cn = Node::new(cp);
                     self.path.push((child, 0));
                     child = cn.child(0)?;
                     depth_down -= 1;
@@ -165,7 +165,7 @@ impl Cursor {
                 self.idx = 0;
                 // A cursor stepping into a leaf goes on to read its entries: start every line
                 // loading at once (a scan's misses overlap instead of following one another).
-                self.count = Node::new(&p.page_whole(child)?).count();
+                self.count = Node::new(p.page_whole(child)?).count();
                 if self.count == 0 {
                     return self.next_leaf(p);
                 }
@@ -196,19 +196,19 @@ impl Cursor {
             };
             if ci > 0 {
                 let page = p.page(pg)?;
-                let n = Node::new(&page);
+                let n = Node::new(page);
                 self.path.push((pg, ci - 1));
                 let mut child = n.child(ci - 1)?;
                 while depth_down > 0 {
                     let cp = p.page(child)?;
-                    let cn = Node::new(&cp);
+                    let cn = Node::new(cp);
                     let last = cn.count().saturating_sub(1);
                     self.path.push((child, last));
                     child = cn.child(last)?;
                     depth_down -= 1;
                 }
                 self.leaf = child;
-                self.count = Node::new(&p.page_whole(child)?).count();
+                self.count = Node::new(p.page_whole(child)?).count();
                 if self.count == 0 {
                     return self.prev_leaf(p);
                 }

@@ -111,8 +111,8 @@ fn walk<P: PageRead + ?Sized>(
         }
         let page = p.page(pg)?;
         let want = if level == 0 { PageKind::Leaf } else { PageKind::Branch };
-        let n = Node::new(&page);
-        if page::page_kind(&page) != Some(want) || n.level() as u32 != level {
+        let n = Node::new(page);
+        if page::page_kind(page) != Some(want) || n.level() as u32 != level {
             return Err(Error::corrupted(Some(pg), format!("expected a {want:?} page at level {level}")));
         }
         n.checked_upper()?;

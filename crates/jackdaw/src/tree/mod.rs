@@ -24,7 +24,7 @@ pub(crate) trait PageRead {
     #[inline]
     fn page_whole(&self, pgno: u64) -> Result<PageRef<'_>> {
         let p = self.page(pgno)?;
-        crate::data::page::prefetch_all(&p);
+        crate::data::page::prefetch_all(p);
         Ok(p)
     }
     fn page_size(&self) -> usize;

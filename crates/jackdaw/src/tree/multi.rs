@@ -222,7 +222,7 @@ fn tree_values<P: PageRead + ?Sized>(p: &P, d: &TreeDesc) -> Result<Vec<Vec<u8>>
     let mut c = Cursor::default();
     c.seek(p, d, Bound::Unbounded)?;
     while c.is_valid() {
-        out.push(Node::new(&p.page(c.leaf())?).key(c.idx())?.to_vec());
+        out.push(Node::new(p.page(c.leaf())?).key(c.idx())?.to_vec());
         c.next(p)?;
     }
     Ok(out)
@@ -262,7 +262,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
                 Group::None
             } else if d.depth == 1 && {
                 let page = w.page(d.root)?;
-                let n = Node::new(&page);
+                let n = Node::new(page);
                 let size: usize = 4 + (0..n.count()).map(|i| n.key(i).map(|k| 2 + k.len())).sum::<Result<usize>>()?;
                 size <= nested_limit(ps, key.len()) / 2
             } {

@@ -195,12 +195,12 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         if seen > expect {
             return Err(Error::corrupted(Some(cur), "overflow chain longer than its value"));
         }
-        let (next, len) = link(&this, cur)?;
+        let (next, len) = link(this, cur)?;
         // Look the next page up before visiting this one, and start loading its link, so that the
         // cache miss on it overlaps the visit (a copy of this page) instead of following it.
         if next != 0 {
             let n = p.page(next)?;
-            page::prefetch(&n, 0);
+            page::prefetch(n, 0);
             page = Some(n);
         }
         f(cur, &this[DATA_AT..DATA_AT + len])?;

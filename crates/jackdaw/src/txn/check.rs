@@ -143,7 +143,7 @@ fn check_bitmap_section(
             return;
         }
     };
-    if page::page_kind(&p) != Some(PageKind::FreeMap) {
+    if page::page_kind(p) != Some(PageKind::FreeMap) {
         problems.push(Problem::new(
             K::FreeSpaceMap,
             Some(bp),
@@ -153,7 +153,7 @@ fn check_bitmap_section(
         return;
     }
     let limit = (next_page - k * g.section).min(g.section);
-    let n = count_set_bits(&p, limit);
+    let n = count_set_bits(p, limit);
     if summary.free.get(k as usize) != Some(&n) {
         let counted = summary.free.get(k as usize).map_or_else(|| "no such section".to_string(), u64::to_string);
         problems.push(Problem::new(
@@ -163,7 +163,7 @@ fn check_bitmap_section(
             format!("section {k}: bitmap has {n} free pages, the allocator counts {counted}"),
         ));
     }
-    if any_set_from(&p, limit) {
+    if any_set_from(p, limit) {
         problems.push(Problem::new(
             K::FreeSpaceMap,
             Some(bp),
@@ -197,9 +197,9 @@ fn check_pages_in_use(
         report.pages_checked += 1;
         match rtx.page(PageNo::new(pgno)) {
             Ok(p) => {
-                if let Err(e) = page::verify(&p, PageNo::new(pgno)) {
+                if let Err(e) = page::verify(p, PageNo::new(pgno)) {
                     problems.push(Problem::from_error(K::PageChecksum, Some(pgno), None, "", &e));
-                } else if pgno == META_PAGE && page::page_kind(&p) != Some(PageKind::Meta) {
+                } else if pgno == META_PAGE && page::page_kind(p) != Some(PageKind::Meta) {
                     problems.push(Problem::new(K::PageChecksum, Some(pgno), None, "page 3 is not the meta page"));
                 }
             }

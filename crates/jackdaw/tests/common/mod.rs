@@ -332,7 +332,7 @@ pub fn value_of(page: &[u8]) -> u64 {
 }
 
 pub fn read_value(r: &ReadTxn, pgno: u64) -> u64 {
-    value_of(&r.page(pgno).unwrap())
+    value_of(r.page(pgno).unwrap())
 }
 
 /// Check with the given set of live pages as the reachable set.
