@@ -499,6 +499,37 @@ fn run_queries(
     Ok(qres)
 }
 
+/// Write `prepared` into `store` (engine `name`) in batches of `batch` albums, each batch's
+/// index entries sorted by (index, key, id) as the import writes them: seconds taken, and device
+/// bytes written (when the device can be read).
+fn write_stage(
+    store: &mut dyn Store,
+    name: &str,
+    dir: &Path,
+    batch: usize,
+    prepared: &[Prepared],
+) -> Result<(f64, Option<u64>)> {
+    let sorted: Vec<Vec<(usize, String, u64)>> = prepared
+        .chunks(batch)
+        .map(|c| {
+            let mut e: Vec<(usize, String, u64)> =
+                c.iter().flat_map(|p| p.keys.iter().map(move |(i, k)| (*i, k.clone(), p.id))).collect();
+            e.sort_unstable();
+            e
+        })
+        .collect();
+    let window = Window::open(dir);
+    let t = Instant::now();
+    for (chunk, entries) in prepared.chunks(batch).zip(&sorted) {
+        store.write(chunk, entries)?;
+    }
+    drop(sorted);
+    let seconds = t.elapsed().as_secs_f64();
+    let device = window.close();
+    eprintln!("  {name}: {:.0} albums/s; queries", prepared.len() as f64 / seconds);
+    Ok((seconds, device))
+}
+
 /// One engine, one round: write every batch (durable), then the queries, then the queries again
 /// on the database closed and opened anew.
 fn run_engine(
@@ -520,26 +551,13 @@ fn run_engine(
         std::fs::create_dir_all(&dir)?;
     }
     let mut store = open_store(name, &dir, set, a.lmdb_map_gib)?;
-    // Each batch's index entries sorted by (index, key, id), as the import writes them.
-    let sorted: Vec<Vec<(usize, String, u64)>> = prepared
-        .chunks(a.batch)
-        .filter(|_| !a.reuse)
-        .map(|c| {
-            let mut e: Vec<(usize, String, u64)> =
-                c.iter().flat_map(|p| p.keys.iter().map(move |(i, k)| (*i, k.clone(), p.id))).collect();
-            e.sort_unstable();
-            e
-        })
-        .collect();
-    let window = Window::open(&dir);
-    let t = Instant::now();
-    for (chunk, entries) in prepared.chunks(a.batch).zip(&sorted) {
-        store.write(chunk, entries)?;
-    }
-    drop(sorted);
-    let write_seconds = t.elapsed().as_secs_f64();
-    let device = window.close();
-    eprintln!("  {name}: {:.0} albums/s; queries", prepared.len() as f64 / write_seconds);
+    // The write stage (none with --reuse: the databases hold the albums already).
+    let (write_seconds, device) = if a.reuse {
+        eprintln!("  {name}: queries");
+        (0.0, None)
+    } else {
+        write_stage(&mut *store, name, &dir, a.batch, prepared)?
+    };
     let mut all_ids = Vec::new();
     let qres = run_queries(&mut *store, queries, a.limit, &mut all_ids)?;
     // As `freedb search` finds it: the database closed after the import and opened by a new
@@ -567,7 +585,7 @@ fn run_engine(
         write_seconds,
         db_bytes: du(&dir, false),
         data_bytes: du(&dir, true),
-        device_bytes_per_album: device.filter(|_| !a.reuse).map(|b| b as f64 / prepared.len() as f64),
+        device_bytes_per_album: device.map(|b| b as f64 / prepared.len() as f64),
         queries: qres,
         queries_reopened,
         rounds_albums_per_s: Vec::new(),
