@@ -39,6 +39,23 @@ fn verify(env: &Env, t: &jackdaw::Tree, model: &Model, rng: &mut Rng, s: u64) {
         let mut vals = r.multi_get(t, k).unwrap();
         vals.seek(&probe);
         let got: Vec<Vec<u8>> = vals.map(|v| v.unwrap().to_vec()).collect();
+        assert_eq!(got, vs.range(probe.clone()..).cloned().collect::<Vec<_>>(), "seed {s}");
+        // One key's values from both ends alternately (a step forward after a step back too),
+        // each value once; then a seek after those steps starts over from the probe.
+        let mut vals = r.multi_get(t, k).unwrap();
+        let (mut front, mut back) = (Vec::new(), Vec::new());
+        for i in 0.. {
+            let x = if i % 3 == 1 { vals.next_back() } else { vals.next() };
+            match (x, i % 3 == 1) {
+                (Some(v), true) => back.push(v.unwrap().to_vec()),
+                (Some(v), false) => front.push(v.unwrap().to_vec()),
+                (None, _) => break,
+            }
+        }
+        front.extend(back.into_iter().rev());
+        assert_eq!(front, vs.iter().cloned().collect::<Vec<_>>(), "seed {s}");
+        vals.seek(&probe);
+        let got: Vec<Vec<u8>> = vals.map(|v| v.unwrap().to_vec()).collect();
         assert_eq!(got, vs.range(probe..).cloned().collect::<Vec<_>>(), "seed {s}");
     }
     assert_eq!(r.tree_stats(t).unwrap().entries, want.len() as u64, "seed {s}");

@@ -3,7 +3,7 @@
 
 use super::Bytes;
 use crate::tree::cursor::Cursor as TreeCursor;
-use crate::tree::multi::{decode_list, list_count, FLAG_NESTED, FLAG_SUBTREE};
+use crate::tree::multi::{list_count, list_value_at, walk_list, FLAG_NESTED, FLAG_SUBTREE};
 use crate::tree::node::{Node, FLAG_OVERFLOW};
 use crate::tree::{overflow, PageRead, TreeDesc, TreeKind};
 use crate::txn::{PageRef, PageTxn, Snapshot};
@@ -19,8 +19,10 @@ mod sealed {
 pub trait Source: sealed::Sealed + Clone {
     #[doc(hidden)]
     fn pages(&self) -> &dyn PageReadDyn;
+    /// `b`, bytes of a page this source's `pages` returned, as a handle that may outlive the
+    /// borrow (held in place for a snapshot, copied for the write transaction).
     #[doc(hidden)]
-    fn bytes(&self, page: &PageRef<'_>, pgno: u64, start: usize, len: usize) -> Bytes;
+    fn bytes(&self, b: &[u8]) -> Bytes;
 }
 
 /// Object-safe page reading (internal).
@@ -88,9 +90,9 @@ impl Source for SnapSource {
     fn pages(&self) -> &dyn PageReadDyn {
         &*self.0
     }
-    fn bytes(&self, page: &PageRef<'_>, pgno: u64, start: usize, len: usize) -> Bytes {
-        let _ = page;
-        Bytes::mapped(&self.0, pgno, start, len)
+    #[inline]
+    fn bytes(&self, b: &[u8]) -> Bytes {
+        Bytes::mapped(&self.0, b)
     }
 }
 
@@ -102,8 +104,8 @@ impl Source for TxSource<'_> {
     fn pages(&self) -> &dyn PageReadDyn {
         self.0
     }
-    fn bytes(&self, page: &PageRef<'_>, _pgno: u64, start: usize, len: usize) -> Bytes {
-        Bytes::owned(page[start..start + len].to_vec())
+    fn bytes(&self, b: &[u8]) -> Bytes {
+        Bytes::owned(b.to_vec())
     }
 }
 
@@ -118,19 +120,17 @@ fn entry<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<Item<S>> {
     let p = src.pages();
     let page = p.page(c.leaf())?;
     let n = Node::new(page);
-    let key = n.key(c.idx())?;
-    let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
-    let k = src.bytes(&page, c.leaf(), kstart, key.len());
-    let (flags, v, vstart) = n.value(c.idx())?;
+    let k = src.bytes(n.key(c.idx())?);
+    let (flags, v, _) = n.value(c.idx())?;
     if multi {
-        let vals = Values::from_stored(src, &page, c.leaf(), flags, v, vstart)?;
+        let vals = Values::from_stored(src, c.leaf(), flags, v)?;
         return Ok(Item::Group(k, vals));
     }
     let v = if flags == FLAG_OVERFLOW {
         let (len, first) = overflow::decode_ref(v)?;
         overflow_bytes(src, first, len)?
     } else {
-        src.bytes(&page, c.leaf(), vstart, v.len())
+        src.bytes(v)
     };
     Ok(Item::Pair(k, v))
 }
@@ -151,7 +151,7 @@ pub(crate) fn overflow_bytes<S: Source>(src: &S, first: u64, len: u64) -> Result
             format!("one-page overflow value holds {on_page} bytes (next {next}), the leaf says {len}"),
         ));
     }
-    Ok(src.bytes(&page, first, overflow::DATA_AT, on_page))
+    Ok(src.bytes(&page[overflow::DATA_AT..overflow::DATA_AT + on_page]))
 }
 
 /// The values of one key of a multi-value tree, in order (double-ended, seekable).
@@ -160,32 +160,36 @@ pub struct Values<S: Source> {
 }
 
 enum ValuesRepr<S: Source> {
-    List { vals: Vec<Bytes>, front: usize, back: usize },
-    Tree { src: S, desc: TreeDesc, it: Box<Iter<S>> },
+    /// A nested list read in place: `raw` is the whole encoded list (`tree::multi`), already
+    /// walked; the values `front..back` are not yet stepped over; `pos` is where the value
+    /// `front` starts in `raw` while the list is stepped forward only; `offs` is each value's
+    /// (start, len), decoded when first needed (a step back or a seek).
+    List {
+        raw: Bytes,
+        front: usize,
+        back: usize,
+        pos: usize,
+        offs: Vec<(u32, u32)>,
+    },
+    Tree {
+        src: S,
+        desc: TreeDesc,
+        it: Box<Iter<S>>,
+    },
 }
 
 impl<S: Source> Values<S> {
     pub(crate) fn empty() -> Values<S> {
-        Values { repr: ValuesRepr::List { vals: Vec::new(), front: 0, back: 0 } }
+        Values { repr: ValuesRepr::List { raw: Bytes::owned(Vec::new()), front: 0, back: 0, pos: 0, offs: Vec::new() } }
     }
 
-    pub(crate) fn from_stored(
-        src: &S,
-        page: &PageRef<'_>,
-        pgno: u64,
-        flags: u8,
-        v: &[u8],
-        vstart: usize,
-    ) -> Result<Values<S>> {
+    /// The values of a leaf entry of page `pgno` with `flags` and stored value `v` (bytes of a
+    /// page `src` returned).
+    pub(crate) fn from_stored(src: &S, pgno: u64, flags: u8, v: &[u8]) -> Result<Values<S>> {
         match flags {
             FLAG_NESTED => {
-                let list = decode_list(v)?;
-                let vals: Vec<Bytes> = list
-                    .iter()
-                    .map(|x| src.bytes(page, pgno, vstart + (x.as_ptr() as usize - v.as_ptr() as usize), x.len()))
-                    .collect();
-                let back = vals.len();
-                Ok(Values { repr: ValuesRepr::List { vals, front: 0, back } })
+                let n = walk_list(v, |_, _| ())?;
+                Ok(Values { repr: ValuesRepr::List { raw: src.bytes(v), front: 0, back: n, pos: 4, offs: Vec::new() } })
             }
             FLAG_SUBTREE => {
                 let desc = TreeDesc::decode(v)?;
@@ -200,9 +204,11 @@ impl<S: Source> Values<S> {
     pub fn seek(&mut self, value: impl AsRef<[u8]>) {
         let value = value.as_ref();
         match &mut self.repr {
-            ValuesRepr::List { vals, front, back } => {
-                *front = vals.partition_point(|x| x.as_ref() < value);
-                *back = vals.len();
+            ValuesRepr::List { raw, front, back, offs, .. } => {
+                let all = offsets(raw, offs);
+                let r = raw.as_ref();
+                *front = all.partition_point(|&(s, l)| &r[s as usize..(s + l) as usize] < value);
+                *back = all.len();
             }
             ValuesRepr::Tree { src, desc, it } => {
                 **it = Iter::new(src.clone(), *desc, Bound::Included(value.to_vec()), Bound::Unbounded);
@@ -212,17 +218,29 @@ impl<S: Source> Values<S> {
 
     fn step(&mut self, forward: bool) -> Option<Result<Bytes>> {
         match &mut self.repr {
-            ValuesRepr::List { vals, front, back } => {
+            ValuesRepr::List { raw, front, back, pos, offs } => {
                 if *front >= *back {
                     return None;
                 }
+                let (start, len) = if forward && offs.is_empty() {
+                    // Stepping forward only: read the value at `pos` (the list was walked).
+                    let Some((start, len)) = list_value_at(raw, *pos) else {
+                        return Some(Err(crate::Error::corrupted(None, "nested value list: cut value")));
+                    };
+                    *pos = start + len;
+                    (start, len)
+                } else {
+                    let all = offsets(raw, offs);
+                    let at = if forward { *front } else { *back - 1 };
+                    let (s, l) = all[at];
+                    (s as usize, l as usize)
+                };
                 if forward {
                     *front += 1;
-                    Some(Ok(vals[*front - 1].clone()))
                 } else {
                     *back -= 1;
-                    Some(Ok(vals[*back].clone()))
                 }
+                Some(Ok(raw.sub(start, len)))
             }
             ValuesRepr::Tree { it, .. } => {
                 let x = if forward { it.next() } else { it.next_back() };
@@ -230,6 +248,16 @@ impl<S: Source> Values<S> {
             }
         }
     }
+}
+
+/// Each value's (start, len) in the nested list `raw` (walked when the list was read), decoded
+/// into `offs` the first time.
+fn offsets<'a>(raw: &Bytes, offs: &'a mut Vec<(u32, u32)>) -> &'a [(u32, u32)] {
+    if offs.is_empty() {
+        // Cannot fail: the list was walked whole when it was read.
+        let _ = walk_list(raw, |s, l| offs.push((s as u32, l as u32)));
+    }
+    offs
 }
 
 impl<S: Source> Iterator for Values<S> {
@@ -486,9 +514,7 @@ impl<S: Source> DoubleEndedIterator for Iter<S> {
 /// The key under a tree cursor (zero-copy from a snapshot).
 fn key_bytes<S: Source>(src: &S, c: &TreeCursor) -> Result<Bytes> {
     let page = src.pages().page(c.leaf())?;
-    let key = Node::new(page).key(c.idx())?;
-    let kstart = key.as_ptr() as usize - page.as_ptr() as usize;
-    Ok(src.bytes(&page, c.leaf(), kstart, key.len()))
+    Ok(src.bytes(Node::new(page).key(c.idx())?))
 }
 
 /// How many values the entry under a tree cursor stands for: 1 in a plain tree, the key's value

@@ -13,6 +13,7 @@ pub use iter::{
 pub use read::{ReadTxn, ValueReader};
 pub use write::WriteTxn;
 
+use crate::storage::sys::Held;
 use crate::tree::node::max_key_size;
 use crate::tree::overflow::MAX_VALUE_SIZE;
 use crate::txn::Snapshot;
@@ -77,14 +78,9 @@ pub struct Bytes(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    /// Bytes of a snapshot's page: the data file's, or the page table's version read in place
-    /// (`View::page_again`).
-    Mapped {
-        snap: Arc<Snapshot>,
-        pgno: u64,
-        start: u32,
-        len: u32,
-    },
+    /// Bytes of a snapshot's pages, read in place: the data file's map, or a page-table version
+    /// the snapshot's era keeps (`storage::sys::Held`).
+    Mapped(Held<Snapshot>),
     Owned(Vec<u8>),
 }
 
@@ -92,8 +88,21 @@ impl Bytes {
     pub(crate) fn owned(v: Vec<u8>) -> Bytes {
         Bytes(Repr::Owned(v))
     }
-    pub(crate) fn mapped(snap: &Arc<Snapshot>, pgno: u64, start: usize, len: usize) -> Bytes {
-        Bytes(Repr::Mapped { snap: snap.clone(), pgno, start: start as u32, len: len as u32 })
+    /// `bytes` of one of `snap`'s pages (as `page` returned them), held with the snapshot.
+    #[inline]
+    pub(crate) fn mapped(snap: &Arc<Snapshot>, bytes: &[u8]) -> Bytes {
+        Bytes(Repr::Mapped(Held::new(snap, bytes)))
+    }
+    /// The bytes `start..start + len` of these (clamped to them): held with the same snapshot,
+    /// or copied when owned.
+    pub(crate) fn sub(&self, start: usize, len: usize) -> Bytes {
+        match &self.0 {
+            Repr::Mapped(h) => Bytes(Repr::Mapped(h.sub(start, len))),
+            Repr::Owned(v) => {
+                let start = start.min(v.len());
+                Bytes::owned(v[start..start + len.min(v.len() - start)].to_vec())
+            }
+        }
     }
     /// Copy out.
     pub fn to_vec(&self) -> Vec<u8> {
@@ -105,9 +114,7 @@ impl AsRef<[u8]> for Bytes {
     #[inline]
     fn as_ref(&self) -> &[u8] {
         match &self.0 {
-            Repr::Mapped { snap, pgno, start, len } => {
-                snap.page_again(*pgno).and_then(|p| p.get(*start as usize..(*start + *len) as usize)).unwrap_or(&[])
-            }
+            Repr::Mapped(h) => h.bytes(),
             Repr::Owned(v) => v,
         }
     }

@@ -247,14 +247,12 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key, &mut st.touched)? else {
             return Ok(None);
         };
-        let (flags, v, start) = f.value()?;
-        let src = SnapSource(self.snap.clone());
+        let (flags, v, _) = f.value()?;
         if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
-            return Ok(Some(super::iter::overflow_bytes(&src, first, len)?));
+            return Ok(Some(super::iter::overflow_bytes(&SnapSource(self.snap.clone()), first, len)?));
         }
-        let pgno = crate::data::page::page_no(f.page);
-        Ok(Some(super::iter::Source::bytes(&src, &f.page, pgno, start, v.len())))
+        Ok(Some(Bytes::mapped(&self.snap, v)))
     }
 
     /// Copy the value of `key` into `out` (cleared first); false (and `out` empty) when absent.
@@ -323,9 +321,8 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(Values::empty());
         };
-        let (flags, v, vstart) = f.value()?;
-        let pgno = crate::data::page::page_no(f.page);
-        Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+        let (flags, v, _) = f.value()?;
+        Values::from_stored(&src, crate::data::page::page_no(f.page), flags, v)
     }
 
     /// Entries with keys in `range`, in order (double-ended); one item per value in a

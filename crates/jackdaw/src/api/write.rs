@@ -441,9 +441,8 @@ impl WriteTxn {
             let Some(f) = btree::get(&self.raw, &desc, cache, key.as_ref(), touched)? else {
                 return Ok(Values::empty());
             };
-            let (flags, v, vstart) = f.value()?;
-            let pgno = crate::data::page::page_no(f.page);
-            Values::from_stored(&src, &f.page, pgno, flags, v, vstart)
+            let (flags, v, _) = f.value()?;
+            Values::from_stored(&src, crate::data::page::page_no(f.page), flags, v)
         })
     }
 

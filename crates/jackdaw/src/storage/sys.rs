@@ -1,5 +1,5 @@
 //! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, page
-//! versions read in place (`kept_for`, `ImageSlot`), the shared buffers of the in-memory backend, cache hints and the
+//! versions read in place (`kept_for`, `ImageSlot`), bytes held with their snapshot (`Held`), the shared buffers of the in-memory backend, cache hints and the
 //! coarse clock. Each block states why it is sound.
 #![allow(unsafe_code)]
 
@@ -228,6 +228,56 @@ impl SharedChunk {
         // SAFETY: `dst` is in bounds; UnsafeCell permits writes through a shared reference; no
         // reader reads this range concurrently (type doc).
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), UnsafeCell::raw_get(dst.as_ptr()), src.len()) }
+    }
+}
+
+/// Bytes inside memory that an `Arc`'d owner keeps alive and unchanged, held together with a
+/// reference to that owner, so that they can be read again without finding them again (the
+/// engine's `Bytes`: a key or value in a snapshot's pages).
+///
+/// Sound by the caller's contract on `Held::new`: `bytes` lie in memory that `owner` keeps
+/// allocated and unchanged for as long as it lives. For a snapshot that is its mapped data file
+/// (the view's `Arc<MapState>`; no page a live snapshot reads is written over or cut off:
+/// `txn/read.rs`) and the page-table versions its era keeps (page_table invariant 5). The owner
+/// sits at a fixed address inside the `Arc`, and the clone held here keeps it from being dropped.
+pub(crate) struct Held<O> {
+    owner: std::sync::Arc<O>,
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Held` is a shared reference to immutable bytes plus an `Arc<O>`: sending or sharing
+// it is sending or sharing those two, which is sound when `O` may be shared.
+unsafe impl<O: Send + Sync> Send for Held<O> {}
+// SAFETY: as above.
+unsafe impl<O: Send + Sync> Sync for Held<O> {}
+
+impl<O> Clone for Held<O> {
+    fn clone(&self) -> Self {
+        Held { owner: self.owner.clone(), ptr: self.ptr, len: self.len }
+    }
+}
+
+impl<O> Held<O> {
+    /// `bytes`, held with `owner` (see the type's doc for what the caller guarantees).
+    #[inline]
+    pub(crate) fn new(owner: &std::sync::Arc<O>, bytes: &[u8]) -> Held<O> {
+        Held { owner: owner.clone(), ptr: std::ptr::NonNull::from(bytes).cast(), len: bytes.len() }
+    }
+
+    /// The bytes `start..start + len` of these, held with the same owner (clamped to them).
+    #[inline]
+    pub(crate) fn sub(&self, start: usize, len: usize) -> Held<O> {
+        let b = self.bytes();
+        let start = start.min(b.len());
+        Held::new(&self.owner, &b[start..start + len.min(b.len() - start)])
+    }
+
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` and `len` came from a valid slice that stays allocated and unchanged while
+        // `owner`, held by `self`, lives (the type's doc).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 

@@ -24,27 +24,44 @@ pub(crate) fn nested_limit(page_size: usize, key_len: usize) -> usize {
     (node::max_entry(page_size) / 2).min(node::max_entry(page_size) - node::LEAF_ENTRY_HEADER - key_len)
 }
 
-/// Decode a nested list, checking order and bounds.
-pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
+/// Walk a nested list, checking order and bounds: `each(start, len)` for each value, in order
+/// (its bytes are `v[start..start + len]`); the number of values.
+pub(crate) fn walk_list(v: &[u8], mut each: impl FnMut(usize, usize)) -> Result<usize> {
     let bad = |why: &str| Error::corrupted(None, format!("nested value list: {why}"));
     let n = u32::from_le_bytes(v.get(..4).ok_or_else(|| bad("short"))?.try_into().expect("4")) as usize;
-    let mut out = Vec::with_capacity(n.min(v.len() / 2));
     let mut pos = 4;
+    let mut last: Option<&[u8]> = None;
     for _ in 0..n {
         let l = v.get(pos..pos + 2).ok_or_else(|| bad("cut length"))?;
         let l = u16::from_le_bytes([l[0], l[1]]) as usize;
         pos += 2;
         let x = v.get(pos..pos + l).ok_or_else(|| bad("cut value"))?;
-        if out.last().is_some_and(|p: &&[u8]| *p >= x) {
+        if last.is_some_and(|p| p >= x) {
             return Err(bad("values out of order"));
         }
-        out.push(x);
+        each(pos, l);
+        last = Some(x);
         pos += l;
     }
     if pos != v.len() {
         return Err(bad("trailing bytes"));
     }
+    Ok(n)
+}
+
+/// Decode a nested list, checking order and bounds.
+pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
+    let mut out = Vec::with_capacity(list_count(v)?.min(v.len() as u64 / 2) as usize);
+    walk_list(v, |start, len| out.push(&v[start..start + len]))?;
     Ok(out)
+}
+
+/// The value of a nested list, already walked (`walk_list`), that starts at byte `pos`, as
+/// (start, len) of its bytes; `None` past the list's end.
+pub(crate) fn list_value_at(v: &[u8], pos: usize) -> Option<(usize, usize)> {
+    let l = v.get(pos..pos + 2)?;
+    let l = u16::from_le_bytes([l[0], l[1]]) as usize;
+    (pos + 2 + l <= v.len()).then_some((pos + 2, l))
 }
 
 pub(crate) fn list_count(v: &[u8]) -> Result<u64> {

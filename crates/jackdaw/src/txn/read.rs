@@ -59,7 +59,8 @@ impl View {
 
     /// Page `pgno` of a snapshot's view again, already read (and verified) through `page`: the
     /// table's version read in place, else the data file's (where the table's version is once
-    /// retired: the same bytes). For the handles that outlive the read (`api::Bytes`).
+    /// retired: the same bytes). For the writer, which diffs its copies against its base's versions
+    /// at commit.
     pub(crate) fn page_again<'a>(&'a self, core: &Core, pgno: PageNo) -> Option<&'a [u8]> {
         if let Some(b) = core.table.lookup_in(pgno, self.txid, false, &self.era) {
             return Some(b);
@@ -193,11 +194,6 @@ impl Snapshot {
     /// The page high-water mark of the snapshot.
     pub(crate) fn next_page(&self) -> PageNo {
         self.view().next_page
-    }
-
-    /// Page `pgno` again, already read through `page` (`View::page_again`).
-    pub(crate) fn page_again(&self, pgno: u64) -> Option<&[u8]> {
-        self.view().page_again(self.core(), PageNo::new(pgno))
     }
 
     /// Page `pgno` as of this snapshot (checksum verified on first read from the data file).
