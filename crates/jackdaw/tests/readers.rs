@@ -8,7 +8,8 @@
 //! - A snapshot reads the page table's versions in place (page_table invariant 5): values it
 //!   returned and an iterator half-way through stay right after a flush retires those versions
 //!   and later commits reuse page buffers; a reader held across many flushes keeps at most what
-//!   the table held when it began.
+//!   the table held when it began. Handles read from the mapped data file keep their bytes
+//!   while the file grows (is mapped anew) and flushes rewrite the pages they came from.
 //! - Every page of a commit is read at that commit's version by snapshots on several threads
 //!   while later commits publish newer versions and flushes retire older ones (the page table's
 //!   slots, invariant 6: a snapshot takes a slot's image only when it is at or before it).
@@ -279,6 +280,63 @@ fn versions_read_in_place_survive_the_flush_that_retires_them() {
     for i in 0..KEYS {
         assert_eq!(r.get(&t, key(i)).unwrap().unwrap().as_ref(), &value(i, 20)[..]);
     }
+    drop(r);
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
+/// Handles a snapshot returned from the mapped data file (values, keys, and a key's nested list
+/// of values half-way read, which is read in place) keep their bytes while later commits grow
+/// the file, which maps it anew each time, and flushes write newer versions of the same pages:
+/// each handle holds its snapshot, whose view holds the mapping it read (`storage::sys::Held`).
+#[test]
+fn handles_of_the_mapped_file_survive_its_growth_and_rewrites() {
+    let dir = tmpdir("readers-mapped");
+    let env = Env::open(&*dir, Options::default().flusher(FlusherMode::Manual)).unwrap();
+    let key = |i: u32| format!("key{i:05}");
+    let value = |i: u32, round: u32| vec![(i % 251) as u8 ^ (round as u8).wrapping_mul(37); 300];
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    let m = tx.create_multi_tree("m").unwrap();
+    for i in 0..200 {
+        tx.put(&t, key(i), value(i, 0)).unwrap();
+    }
+    for v in 0..40u32 {
+        tx.multi_put(&m, b"list", v.to_be_bytes()).unwrap();
+    }
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    let data = dir.join("data.jdb");
+    let len0 = std::fs::metadata(&data).unwrap().len();
+    let r = env.read().unwrap();
+    let held: Vec<_> = (0..200).map(|i| r.get(&t, key(i)).unwrap().unwrap()).collect();
+    let mut vals = r.multi_get(&m, b"list").unwrap();
+    let first = vals.next().unwrap().unwrap();
+    let (k0, _) = r.range(&t, ..).unwrap().next().unwrap().unwrap();
+    for round in 1..=8u32 {
+        let mut tx = env.write().unwrap();
+        for i in 0..200 {
+            tx.put(&t, key(i), value(i, round)).unwrap();
+        }
+        for i in 0..1_000 {
+            tx.put(&t, format!("more{round}-{i:05}"), [round as u8; 1_000]).unwrap();
+        }
+        tx.multi_delete(&m, b"list", (round - 1).to_be_bytes()).unwrap();
+        tx.commit().unwrap();
+        env.flush().unwrap();
+    }
+    let len1 = std::fs::metadata(&data).unwrap().len();
+    assert!(len1 > 4 * len0, "the file grew (mapped anew): {len0} -> {len1} bytes");
+    for (i, v) in held.iter().enumerate() {
+        assert_eq!(v.as_ref(), &value(i as u32, 0)[..], "value {i}, held across growth and rewrites");
+    }
+    assert_eq!(k0.as_ref(), key(0).as_bytes());
+    assert_eq!(first.as_ref(), &0u32.to_be_bytes()[..]);
+    let rest: Vec<u32> = vals.map(|v| u32::from_be_bytes(v.unwrap().as_ref().try_into().unwrap())).collect();
+    assert_eq!(rest, (1..40).collect::<Vec<_>>(), "the list as the snapshot saw it");
+    drop((held, first, k0, r));
+    let r = env.read().unwrap();
+    assert_eq!(r.get(&t, key(7)).unwrap().unwrap().as_ref(), &value(7, 8)[..]);
+    assert_eq!(r.multi_count(&m, b"list").unwrap(), 32);
     drop(r);
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
