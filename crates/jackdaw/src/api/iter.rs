@@ -230,9 +230,10 @@ impl<S: Source> Values<S> {
                     *pos = start + len;
                     (start, len)
                 } else {
-                    let all = offsets(raw, offs);
                     let at = if forward { *front } else { *back - 1 };
-                    let (s, l) = all[at];
+                    let Some(&(s, l)) = offsets(raw, offs).get(at) else {
+                        return Some(Err(crate::Error::corrupted(None, "nested value list: cut value")));
+                    };
                     (s as usize, l as usize)
                 };
                 if forward {

@@ -1,6 +1,7 @@
 //! The crate's only `unsafe` code: the memory map, vectored positional reads and writes, page
-//! versions read in place (`kept_for`, `ImageSlot`), bytes held with their snapshot (`Held`), the shared buffers of the in-memory backend, cache hints and the
-//! coarse clock. Each block states why it is sound.
+//! versions read in place (`kept_for`, `ImageSlot`), bytes held with their snapshot (`Held`),
+//! the shared buffers of the in-memory backend, cache hints and the coarse clock. Each block
+//! states why it is sound.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
