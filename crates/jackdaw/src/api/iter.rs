@@ -225,14 +225,14 @@ impl<S: Source> Values<S> {
                 let (start, len) = if forward && offs.is_empty() {
                     // Stepping forward only: read the value at `pos` (the list was walked).
                     let Some((start, len)) = list_value_at(raw, *pos) else {
-                        return Some(Err(crate::Error::corrupted(None, "nested value list: cut value")));
+                        return Some(Err(cut_list()));
                     };
                     *pos = start + len;
                     (start, len)
                 } else {
                     let at = if forward { *front } else { *back - 1 };
                     let Some(&(s, l)) = offsets(raw, offs).get(at) else {
-                        return Some(Err(crate::Error::corrupted(None, "nested value list: cut value")));
+                        return Some(Err(cut_list()));
                     };
                     (s as usize, l as usize)
                 };
@@ -249,6 +249,13 @@ impl<S: Source> Values<S> {
             }
         }
     }
+}
+
+/// A nested list shorter than the walk that checked it found (never, for bytes that do not
+/// change: the steps still read through checked bounds).
+#[cold]
+fn cut_list() -> crate::Error {
+    crate::Error::corrupted(None, "nested value list: cut value")
 }
 
 /// Each value's (start, len) in the nested list `raw` (walked when the list was read), decoded

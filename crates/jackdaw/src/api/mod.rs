@@ -96,12 +96,12 @@ impl Bytes {
     /// The bytes `start..start + len` of these (clamped to them): held with the same snapshot,
     /// or copied when owned.
     pub(crate) fn sub(&self, start: usize, len: usize) -> Bytes {
+        let all = self.as_ref();
+        let part = all.get(start..).map_or(&[][..], |t| &t[..len.min(t.len())]);
         match &self.0 {
-            Repr::Mapped(h) => Bytes(Repr::Mapped(h.sub(start, len))),
-            Repr::Owned(v) => {
-                let start = start.min(v.len());
-                Bytes::owned(v[start..start + len.min(v.len() - start)].to_vec())
-            }
+            // Inside the snapshot's pages, as `self` is.
+            Repr::Mapped(h) => Bytes(Repr::Mapped(Held::new(h.owner(), part))),
+            Repr::Owned(_) => Bytes::owned(part.to_vec()),
         }
     }
     /// Copy out.

@@ -266,12 +266,10 @@ impl<O> Held<O> {
         Held { owner: owner.clone(), ptr: std::ptr::NonNull::from(bytes).cast(), len: bytes.len() }
     }
 
-    /// The bytes `start..start + len` of these, held with the same owner (clamped to them).
+    /// What keeps the bytes alive (for a part of them, held anew: `Held::new(h.owner(), part)`).
     #[inline]
-    pub(crate) fn sub(&self, start: usize, len: usize) -> Held<O> {
-        let b = self.bytes();
-        let start = start.min(b.len());
-        Held::new(&self.owner, &b[start..start + len.min(b.len() - start)])
+    pub(crate) fn owner(&self) -> &std::sync::Arc<O> {
+        &self.owner
     }
 
     #[inline]

@@ -32,16 +32,14 @@ pub(crate) fn walk_list(v: &[u8], mut each: impl FnMut(usize, usize)) -> Result<
     let mut pos = 4;
     let mut last: Option<&[u8]> = None;
     for _ in 0..n {
-        let l = v.get(pos..pos + 2).ok_or_else(|| bad("cut length"))?;
-        let l = u16::from_le_bytes([l[0], l[1]]) as usize;
-        pos += 2;
-        let x = v.get(pos..pos + l).ok_or_else(|| bad("cut value"))?;
+        let (start, l) = list_value_at(v, pos).ok_or_else(|| bad("cut value"))?;
+        let x = &v[start..start + l];
         if last.is_some_and(|p| p >= x) {
             return Err(bad("values out of order"));
         }
-        each(pos, l);
+        each(start, l);
         last = Some(x);
-        pos += l;
+        pos = start + l;
     }
     if pos != v.len() {
         return Err(bad("trailing bytes"));
@@ -56,8 +54,8 @@ pub(crate) fn decode_list(v: &[u8]) -> Result<Vec<&[u8]>> {
     Ok(out)
 }
 
-/// The value of a nested list, already walked (`walk_list`), that starts at byte `pos`, as
-/// (start, len) of its bytes; `None` past the list's end.
+/// The entry of a nested list at byte `pos` (its length, then its bytes), as (start, len) of
+/// the value's bytes; `None` when the entry runs past the list's end.
 pub(crate) fn list_value_at(v: &[u8], pos: usize) -> Option<(usize, usize)> {
     let l = v.get(pos..pos + 2)?;
     let l = u16::from_le_bytes([l[0], l[1]]) as usize;
