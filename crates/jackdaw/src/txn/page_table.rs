@@ -37,7 +37,7 @@
 //!    (the era lock orders the two); and `publish` never drops a page's newest version at or
 //!    below the last visible transaction, the only one a slot hands to a snapshot.
 
-use crate::storage::sys::{ImageSlot, SlotRead};
+use crate::storage::sys::{ImageSlot, Images, SlotRead};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, ShardedRwLock};
 use crate::{PageNo, TxId};
@@ -47,8 +47,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// An immutable committed page image.
-pub(crate) type PageBuf = Arc<[u8]>;
+/// A page image (`sys::PageBuf`: shared by reference count, from the table's `Images`); a
+/// committed version is never written again.
+pub(crate) use crate::storage::sys::PageBuf;
 
 /// The versions of one page, oldest first. Most pages have exactly one, kept inline in the map's
 /// slot: a lookup touches the slot and then the page itself (its reference counts share the
@@ -173,6 +174,8 @@ pub(crate) struct PageTable {
     image_len: usize,
     count: AtomicUsize,
     bytes: AtomicU64,
+    /// Where new page images come from (huge-page slabs).
+    images: Arc<Images>,
     pool: Arc<Pool>,
     /// Pages with versions, by `bucket(pgno)` (invariant 3).
     present: Box<[AtomicU32]>,
@@ -197,6 +200,7 @@ impl PageTable {
             image_len,
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
+            images: Images::new(image_len),
             era: Mutex::new(Arc::new(Era::new(pool.clone()))),
             pool,
             present: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
@@ -244,7 +248,7 @@ impl Pool {
             if pool.len() >= cap {
                 break;
             }
-            if Arc::get_mut(&mut b).is_some() {
+            if b.is_unique() {
                 pool.push(b);
             }
         }
@@ -433,32 +437,30 @@ impl PageTable {
         self.era_gen.fetch_add(1, Ordering::Release);
     }
 
-    /// A page buffer holding a copy of `src`, not shared (so `Arc::get_mut` succeeds); from the
-    /// pool when it has one.
+    /// A page buffer holding a copy of `src` (a page image: `image_len` bytes), not shared (so
+    /// `get_mut` succeeds); from the pool when it has one.
     pub(crate) fn copy_of(&self, src: &[u8]) -> PageBuf {
-        if let Some(mut b) = self.pooled(src.len()) {
-            if let Some(bytes) = Arc::get_mut(&mut b) {
-                bytes.copy_from_slice(src);
-                return b;
-            }
+        let mut b = self.unshared();
+        if let Some(bytes) = b.get_mut() {
+            let n = bytes.len().min(src.len());
+            debug_assert_eq!(n, src.len(), "a page image of another length");
+            bytes[..n].copy_from_slice(&src[..n]);
         }
-        Arc::from(src)
+        b
     }
 
-    /// A zeroed page buffer of `len` bytes, not shared; from the pool when it has one.
-    pub(crate) fn zeroed(&self, len: usize) -> PageBuf {
-        if let Some(mut b) = self.pooled(len) {
-            if let Some(bytes) = Arc::get_mut(&mut b) {
-                bytes.fill(0);
-                return b;
-            }
+    /// A zeroed page buffer (`image_len` bytes), not shared; from the pool when it has one.
+    pub(crate) fn zeroed(&self) -> PageBuf {
+        let mut b = self.unshared();
+        if let Some(bytes) = b.get_mut() {
+            bytes.fill(0);
         }
-        std::iter::repeat_n(0u8, len).collect()
+        b
     }
 
-    /// A pooled buffer of `len` bytes, if the pool has one (pooled buffers are unique).
-    fn pooled(&self, len: usize) -> Option<PageBuf> {
-        self.pool.bufs.lock().pop().filter(|b| b.len() == len)
+    /// An unshared buffer: pooled (pooled buffers are unique), else new.
+    fn unshared(&self) -> PageBuf {
+        self.pool.bufs.lock().pop().unwrap_or_else(|| self.images.take())
     }
 
     /// Give buffers nothing else holds to the pool: versions no snapshot reads (invariant 5),
@@ -546,8 +548,19 @@ mod tests {
         pages.iter().map(|(n, b)| (p(*n), b.clone())).collect()
     }
 
+    /// An image of 16 bytes, all `b` (the tables of these tests hold 16-byte images).
     fn buf(b: u8) -> PageBuf {
-        Arc::from(vec![b; 16])
+        image(16, b)
+    }
+
+    /// An image of `len` bytes, all `b`, from one `Images` per length and thread.
+    fn image(len: usize, b: u8) -> PageBuf {
+        thread_local! {
+            static IMAGES: std::cell::RefCell<HashMap<usize, Arc<Images>>> = Default::default();
+        }
+        let mut i = IMAGES.with(|m| m.borrow_mut().entry(len).or_insert_with(|| Images::new(len)).take());
+        i.get_mut().unwrap().fill(b);
+        i
     }
 
     #[test]
@@ -623,7 +636,7 @@ mod tests {
         let era = t.era();
         let far = (SLOT_CHUNKS as u64) << SLOT_CHUNK_BITS;
         t.publish(x(3), v(&[(5, buf(3)), (far + 1, buf(3))]), x(2), &[x(2)]);
-        t.publish(x(7), v(&[(5, buf(7)), (6, Arc::from(vec![7u8; 8]))]), x(3), &[x(3)]);
+        t.publish(x(7), v(&[(5, buf(7)), (6, image(8, 7))]), x(3), &[x(3)]);
         let seen = |pg: u64, at: u64| t.lookup_in(p(pg), x(at), true, &era).map(|b| (b[0], b.len()));
         assert_eq!(seen(5, 9), Some((7, 16)));
         assert_eq!(seen(5, 7), Some((7, 16)));

@@ -39,7 +39,7 @@ use std::io::IoSlice;
 use std::sync::Arc;
 
 struct Dirty {
-    /// Never shared while the page is dirty (so `Arc::get_mut` succeeds); published as is.
+    /// Never shared while the page is dirty (so `get_mut` succeeds); published as is.
     buf: PageBuf,
     fresh: bool,
     /// The transaction's clock at the last `page_mut` or allocation (spilling takes the oldest).
@@ -286,7 +286,7 @@ impl PageTxn {
         if self.spill_at > 0 && self.dirty.len() >= self.spill_at {
             self.spill()?;
         }
-        let mut buf = self.core.table.zeroed(self.core.page_size);
+        let mut buf = self.core.table.zeroed();
         page::init(unique(&mut buf)?, pgno, kind);
         self.clock += 1;
         self.dirty.insert(pgno, Dirty { buf, fresh: true, touched: self.clock, written: None });
@@ -420,7 +420,7 @@ impl PageTxn {
         if self.next_page >= g.section && self.next_page.is_multiple_of(g.section) {
             // First page of a new section: its bitmap page.
             let bp = self.next_page;
-            let mut buf = self.core.table.zeroed(self.core.page_size);
+            let mut buf = self.core.table.zeroed();
             page::init(unique(&mut buf)?, bp, PageKind::FreeMap);
             self.dirty.insert(bp, Dirty { buf, fresh: true, touched: self.clock, written: None });
             self.free.push(0);
@@ -1066,5 +1066,5 @@ impl Prepared {
 /// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
 /// bug of this module, reported as an error rather than a panic.
 fn unique(buf: &mut PageBuf) -> Result<&mut [u8]> {
-    Arc::get_mut(buf).ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
+    buf.get_mut().ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
 }
