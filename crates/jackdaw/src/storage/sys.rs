@@ -369,7 +369,9 @@ const SLAB: usize = 2 << 20;
 /// of one a TLB miss or two more (`examples/rndread 1000000 1000000 into hot`, reads served by
 /// the page table: ~1,230 ns a get, ~975 with the heap on huge pages, as fast as `hot flushed`).
 ///
-/// A slab whose images are all free is unmapped, except one kept for the next allocations.
+/// Slabs whose images are all free are kept for the next allocations, up to `EMPTY_KEPT` of them
+/// (a burst of commits after a flush takes them again: mapping a slab anew costs a fault and the
+/// zeroing of a huge page), the others unmapped; `trim` unmaps all but one (the writer is idle).
 pub(crate) struct Images {
     len: usize,
     per_slab: usize,
@@ -382,9 +384,12 @@ struct Slabs {
     by_base: std::collections::HashMap<usize, Slab>,
     /// Bases of slabs that have (or had, when pushed) a free image; stale entries are skipped.
     with_room: Vec<usize>,
-    /// A slab with no image in use is kept (the next allocation takes it) rather than unmapped.
-    spare: Option<usize>,
+    /// Slabs with no image in use, kept for the next allocations (at most `EMPTY_KEPT`).
+    empty: Vec<usize>,
 }
+
+/// Empty slabs kept at most (64 MiB): about what the page table's pool holds at most by default.
+const EMPTY_KEPT: usize = 32;
 
 struct Slab {
     /// Indexes of the free images.
@@ -415,10 +420,10 @@ impl Images {
             match s.by_base.get_mut(&base) {
                 Some(slab) if !slab.free.is_empty() => {
                     let i = slab.free.pop().unwrap_or_default() as usize;
-                    slab.live += 1;
-                    if s.spare == Some(base) {
-                        s.spare = None;
+                    if slab.live == 0 {
+                        s.empty.retain(|b| *b != base);
                     }
+                    slab.live += 1;
                     if slab.free.is_empty() {
                         slab.listed = false;
                         s.with_room.pop();
@@ -463,19 +468,33 @@ impl Images {
                 s.with_room.push(base);
             }
             if slab.live == 0 {
-                match s.spare {
-                    Some(other) if other != base => {
-                        s.by_base.remove(&base);
-                        unmap = Some(base);
-                    }
-                    _ => s.spare = Some(base),
+                if s.empty.len() < EMPTY_KEPT {
+                    s.empty.push(base);
+                } else {
+                    s.by_base.remove(&base);
+                    unmap = Some(base);
                 }
             }
         }
         if let Some(base) = unmap {
-            // SAFETY: the slab was mapped by `map_slab` with `SLAB` bytes at `base`, and no image
-            // of it is in use (`live` was 0, and it is no longer listed, so none is handed out).
-            unsafe { libc::munmap(base as *mut libc::c_void, SLAB) };
+            unmap_slab(base);
+        }
+    }
+
+    /// Unmap the empty slabs but one.
+    pub(crate) fn trim(&self) {
+        let gone: Vec<usize> = {
+            let mut s = self.slabs.lock();
+            let s = &mut *s;
+            let keep = s.empty.len().min(1);
+            let gone = s.empty.split_off(keep);
+            for b in &gone {
+                s.by_base.remove(b);
+            }
+            gone
+        };
+        for base in gone {
+            unmap_slab(base);
         }
     }
 }
@@ -484,10 +503,17 @@ impl Drop for Images {
     fn drop(&mut self) {
         // Every image holds its `Images`: none is alive now.
         for base in self.slabs.get_mut().by_base.keys() {
-            // SAFETY: as in `give_back`: a slab of `map_slab`, no image of it in use.
-            unsafe { libc::munmap(*base as *mut libc::c_void, SLAB) };
+            unmap_slab(*base);
         }
     }
+}
+
+/// Unmap a slab of `map_slab` that no image is in use in and that `Images` no longer lists (no
+/// image of it is handed out again; stale `with_room` entries are skipped).
+fn unmap_slab(base: usize) {
+    // SAFETY: `base` is a mapping of `SLAB` bytes made by `map_slab`, and no reference into it
+    // exists: every image of it was given back (`live` 0) and none will be handed out.
+    unsafe { libc::munmap(base as *mut libc::c_void, SLAB) };
 }
 
 /// A new slab: `SLAB` bytes of zeroed anonymous memory aligned to `SLAB`, marked for huge pages.
@@ -612,10 +638,15 @@ mod tests {
         bufs.truncate(1);
         assert_eq!(images.slabs(), 2, "a slab with an image in use stays");
         bufs.clear();
-        assert_eq!(images.slabs(), 1, "an empty slab is unmapped, one is kept");
-        let again: Vec<PageBuf> = (0..per_slab).map(|_| images.take()).collect();
-        assert_eq!(images.slabs(), 1, "the kept slab serves the next images");
+        assert_eq!(images.slabs(), 2, "empty slabs are kept for the next images");
+        let again: Vec<PageBuf> = (0..per_slab + 1).map(|_| images.take()).collect();
+        assert_eq!(images.slabs(), 2, "the kept slabs serve the next images");
         drop(again);
-        assert_eq!(images.slabs(), 1);
+        images.trim();
+        assert_eq!(images.slabs(), 1, "a trim unmaps the empty slabs but one");
+        let many: Vec<PageBuf> = (0..per_slab * (EMPTY_KEPT + 3)).map(|_| images.take()).collect();
+        assert_eq!(images.slabs(), EMPTY_KEPT + 3);
+        drop(many);
+        assert_eq!(images.slabs(), EMPTY_KEPT, "no more empty slabs are kept than EMPTY_KEPT");
     }
 }

@@ -509,9 +509,11 @@ impl PageTable {
         problems
     }
 
-    /// The writer is idle: keep at most `POOL_MIN` buffers from now on, and free the others.
+    /// The writer is idle: keep at most `POOL_MIN` buffers from now on, free the others, and
+    /// unmap the empty image slabs but one.
     pub(crate) fn trim_pool(&self) {
         self.pool.set_cap(POOL_MIN);
+        self.images.trim();
     }
 
     /// Bytes of the page buffers the pool keeps for the writer's next copies.
