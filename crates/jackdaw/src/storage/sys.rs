@@ -367,7 +367,7 @@ const SLAB: usize = 2 << 20;
 /// table then costs about what one read through the data file's map does: from `malloc`, every
 /// image was an allocation of its own, a page and 16 bytes straddling two base pages, and a read
 /// of one a TLB miss or two more (`examples/rndread 1000000 1000000 into hot`, reads served by
-/// the page table: ~1,230 ns a get, ~975 with the heap on huge pages, as fast as `hot flushed`).
+/// the page table: ~1,135–1,243 ns a get; from the slabs ~1,010–1,080, as `hot flushed`).
 ///
 /// Slabs whose images are all free are kept for the next allocations, up to `EMPTY_KEPT` of them
 /// (a burst of commits after a flush takes them again: mapping a slab anew costs a fault and the

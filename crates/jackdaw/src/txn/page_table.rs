@@ -52,8 +52,8 @@ use std::sync::Arc;
 pub(crate) use crate::storage::sys::PageBuf;
 
 /// The versions of one page, oldest first. Most pages have exactly one, kept inline in the map's
-/// slot: a lookup touches the slot and then the page itself (its reference counts share the
-/// page header's cache line), no third place.
+/// slot. A lookup under the lock touches the slot, the image's handle (its reference counts and
+/// address) and the image; views mostly read the image through `slots` (invariant 6) instead.
 type Versions = SmallVec<[(TxId, PageBuf); 1]>;
 
 /// Hasher for page numbers: a multiplicative mix (keys are not attacker-chosen).
@@ -460,7 +460,7 @@ impl PageTable {
 
     /// An unshared buffer: pooled (pooled buffers are unique), else new.
     fn unshared(&self) -> PageBuf {
-        self.pool.bufs.lock().pop().unwrap_or_else(|| self.images.take())
+        self.pool.bufs.lock().pop().filter(|b| b.len() == self.image_len).unwrap_or_else(|| self.images.take())
     }
 
     /// Give buffers nothing else holds to the pool: versions no snapshot reads (invariant 5),
