@@ -369,6 +369,7 @@ const SLAB: usize = 2 << 20;
 /// of one a TLB miss or two more (`examples/rndread 1000000 1000000 into hot`, reads served by
 /// the page table: ~1,135–1,243 ns a get; from the slabs ~1,010–1,080, as `hot flushed`).
 ///
+/// The first slab stays on base pages (a small database does not take 2 MiB for a few pages).
 /// Slabs whose images are all free are kept for the next allocations, up to `EMPTY_KEPT` of them
 /// (a burst of commits after a flush takes them again: mapping a slab anew costs a fault and the
 /// zeroing of a huge page), the others unmapped; `trim` unmaps all but one (the writer is idle).
@@ -440,7 +441,9 @@ impl Images {
                 }
             }
         }
-        let base = map_slab();
+        // The first slab on base pages: an environment that holds a few pages in memory (a small
+        // database, a read-only one) does not take a whole huge page for them.
+        let base = map_slab(!s.by_base.is_empty());
         let mut free: Vec<u32> = (1..self.per_slab as u32).rev().collect();
         free.shrink_to_fit();
         let listed = !free.is_empty();
@@ -516,9 +519,9 @@ fn unmap_slab(base: usize) {
     unsafe { libc::munmap(base as *mut libc::c_void, SLAB) };
 }
 
-/// A new slab: `SLAB` bytes of zeroed anonymous memory aligned to `SLAB`, marked for huge pages.
-/// Out of memory ends the process, as a failed `malloc` does.
-fn map_slab() -> *mut u8 {
+/// A new slab: `SLAB` bytes of zeroed anonymous memory aligned to `SLAB`, marked for huge pages
+/// if `huge`. Out of memory ends the process, as a failed `malloc` does.
+fn map_slab(huge: bool) -> *mut u8 {
     let len = 2 * SLAB;
     // SAFETY: a fresh private anonymous mapping (no file, no fixed address); checked below.
     let p = unsafe {
@@ -549,7 +552,9 @@ fn map_slab() -> *mut u8 {
             libc::munmap((base + SLAB) as *mut libc::c_void, end - base - SLAB);
         }
         #[cfg(target_os = "linux")]
-        libc::madvise(base as *mut libc::c_void, SLAB, libc::MADV_HUGEPAGE);
+        if huge {
+            libc::madvise(base as *mut libc::c_void, SLAB, libc::MADV_HUGEPAGE);
+        }
     }
     base as *mut u8
 }
