@@ -41,7 +41,7 @@ pub(crate) fn lookup<P: PageRead + ?Sized>(
 ) -> Result<Option<TreeDesc>> {
     match btree::get(p, root, &mut LeafCache::new(1), name.as_bytes(), touched)? {
         Some(f) => {
-            let (_, v, _) = f.value()?;
+            let (_, v) = f.value()?;
             Ok(Some(TreeDesc::decode(v)?))
         }
         None => Ok(None),

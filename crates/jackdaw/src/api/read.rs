@@ -247,7 +247,7 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key, &mut st.touched)? else {
             return Ok(None);
         };
-        let (flags, v, _) = f.value()?;
+        let (flags, v) = f.value()?;
         if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
             return Ok(Some(super::iter::overflow_bytes(&SnapSource(self.snap.clone()), first, len)?));
@@ -269,7 +269,7 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(false);
         };
-        let (flags, v, _) = f.value()?;
+        let (flags, v) = f.value()?;
         if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
             overflow::read_into(&*self.snap, first, len, out)?;
@@ -287,7 +287,7 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(None);
         };
-        let (flags, v, _) = f.value()?;
+        let (flags, v) = f.value()?;
         Ok(Some(if flags == FLAG_OVERFLOW {
             let (len, first) = overflow::decode_ref(v)?;
             ValueReader { snap: self.snap.clone(), inline: Vec::new(), pos: 0, next: first, left: len, buf: Vec::new() }
@@ -321,7 +321,7 @@ impl ReadTxn {
         let Some(f) = btree::get(&*self.snap, &desc, &mut st.cache, key.as_ref(), &mut st.touched)? else {
             return Ok(Values::empty());
         };
-        let (flags, v, _) = f.value()?;
+        let (flags, v) = f.value()?;
         Values::from_stored(&src, crate::data::page::page_no(f.page), flags, v)
     }
 

@@ -363,7 +363,7 @@ impl WriteTxn {
             let Some(f) = btree::get(&self.raw, &desc, cache, key.as_ref(), touched)? else {
                 return Ok(None);
             };
-            let (flags, v, _) = f.value()?;
+            let (flags, v) = f.value()?;
             Ok(Some(if flags == FLAG_OVERFLOW { Err(overflow::decode_ref(v)?) } else { Ok(v.to_vec()) }))
         })?;
         match found {
@@ -441,7 +441,7 @@ impl WriteTxn {
             let Some(f) = btree::get(&self.raw, &desc, cache, key.as_ref(), touched)? else {
                 return Ok(Values::empty());
             };
-            let (flags, v, _) = f.value()?;
+            let (flags, v) = f.value()?;
             Values::from_stored(&src, crate::data::page::page_no(f.page), flags, v)
         })
     }

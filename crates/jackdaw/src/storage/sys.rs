@@ -418,34 +418,30 @@ impl Images {
         let mut s = self.slabs.lock();
         let s = &mut *s;
         while let Some(&base) = s.with_room.last() {
-            match s.by_base.get_mut(&base) {
-                Some(slab) if !slab.free.is_empty() => {
-                    let i = slab.free.pop().unwrap_or_default() as usize;
-                    if slab.live == 0 {
-                        s.empty.retain(|b| *b != base);
-                    }
-                    slab.live += 1;
-                    if slab.free.is_empty() {
-                        slab.listed = false;
-                        s.with_room.pop();
-                    }
-                    // SAFETY: `i < per_slab`, so the image lies inside the slab's mapping.
-                    return unsafe { std::ptr::NonNull::new_unchecked((base as *mut u8).add(i * self.len)) };
-                }
-                Some(slab) => {
-                    slab.listed = false;
-                    s.with_room.pop();
-                }
-                None => {
-                    s.with_room.pop();
-                }
+            let Some(slab) = s.by_base.get_mut(&base) else {
+                s.with_room.pop();
+                continue;
+            };
+            let Some(i) = slab.free.pop() else {
+                slab.listed = false;
+                s.with_room.pop();
+                continue;
+            };
+            if slab.live == 0 {
+                s.empty.retain(|b| *b != base);
             }
+            slab.live += 1;
+            if slab.free.is_empty() {
+                slab.listed = false;
+                s.with_room.pop();
+            }
+            // SAFETY: `i < per_slab`, so the image lies inside the slab's mapping.
+            return unsafe { std::ptr::NonNull::new_unchecked((base as *mut u8).add(i as usize * self.len)) };
         }
         // The first slab on base pages: an environment that holds a few pages in memory (a small
         // database, a read-only one) does not take a whole huge page for them.
         let base = map_slab(!s.by_base.is_empty());
-        let mut free: Vec<u32> = (1..self.per_slab as u32).rev().collect();
-        free.shrink_to_fit();
+        let free: Vec<u32> = (1..self.per_slab as u32).rev().collect();
         let listed = !free.is_empty();
         s.by_base.insert(base as usize, Slab { free, live: 1, listed });
         if listed {

@@ -339,8 +339,10 @@ pub(crate) struct Found<'a> {
 
 impl Found<'_> {
     #[inline]
-    pub(crate) fn value(&self) -> Result<(u8, &[u8], usize)> {
-        Node::new(self.page).value(self.idx)
+    /// The entry's flags and stored value.
+    pub(crate) fn value(&self) -> Result<(u8, &[u8])> {
+        let (flags, v, _) = Node::new(self.page).value(self.idx)?;
+        Ok((flags, v))
     }
 }
 

@@ -99,7 +99,7 @@ fn load<P: PageRead + ?Sized>(
     let Some(f) = btree::get(p, desc, cache, key, touched)? else {
         return Ok(Group::None);
     };
-    let (flags, v, _) = f.value()?;
+    let (flags, v) = f.value()?;
     match flags {
         FLAG_NESTED => Ok(Group::List(decode_list(v)?.into_iter().map(<[u8]>::to_vec).collect())),
         FLAG_SUBTREE => Ok(Group::Tree(TreeDesc::decode(v)?)),
@@ -118,7 +118,7 @@ pub(crate) fn count<P: PageRead + ?Sized>(
     let Some(f) = btree::get(p, desc, cache, key, touched)? else {
         return Ok(0);
     };
-    let (flags, v, _) = f.value()?;
+    let (flags, v) = f.value()?;
     match flags {
         FLAG_NESTED => list_count(v),
         FLAG_SUBTREE => Ok(TreeDesc::decode(v)?.entries),
