@@ -129,30 +129,46 @@ impl RecordHeader {
 }
 
 /// A byte buffer whose data starts on a 4 KiB boundary (for `O_DIRECT`), built without `unsafe`
-/// by over-allocating and offsetting.
+/// by over-allocating and offsetting. It holds one framed record at a time (`set`): the bytes
+/// given, then zeros to the record's length.
+///
+/// Invariant: every byte from `zero_from` (relative to the aligned start) to the end of the
+/// allocation is zero. So a record clears only what the one before it wrote past its own bytes:
+/// a small record used to zero its whole padding to 4 KiB, ~3,000 instructions of a one-update
+/// commit of ~23,000 (callgrind).
 #[derive(Default)]
 pub(crate) struct AlignedBuf {
     raw: Vec<u8>,
     start: usize,
     len: usize,
+    zero_from: usize,
 }
 
 impl AlignedBuf {
-    /// Resize to `len` bytes (reuses the allocation when it is large enough). The contents are
-    /// left as they were: the caller writes every byte.
-    pub(crate) fn reset(&mut self, len: usize) {
+    /// Make the buffer `len` bytes long: `parts` back to back, then zeros (reuses the allocation
+    /// when it is large enough). The parts must fit in `len`.
+    pub(crate) fn set(&mut self, len: usize, parts: &[&[u8]]) {
         if self.raw.len() < len + BLOCK {
             self.raw = vec![0u8; len + BLOCK];
+            let addr = self.raw.as_ptr() as usize;
+            self.start = (BLOCK - addr % BLOCK) % BLOCK;
+            self.zero_from = 0;
         }
-        let addr = self.raw.as_ptr() as usize;
-        self.start = (BLOCK - addr % BLOCK) % BLOCK;
+        let buf = &mut self.raw[self.start..];
+        let mut at = 0;
+        for p in parts {
+            buf[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        assert!(at <= len, "a record's bytes overflow its length");
+        if self.zero_from > at {
+            buf[at..self.zero_from].fill(0);
+        }
+        self.zero_from = at;
         self.len = len;
     }
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
-    }
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.raw[self.start..self.start + self.len]
     }
 }
 
@@ -514,11 +530,7 @@ pub(crate) fn frame(
     c: &Compressed,
 ) -> RecordHeader {
     let (h, head) = header(txid, generation, db_id, next_page, synced_through, c);
-    out.reset(h.record_len() as usize);
-    let buf = out.as_mut_slice();
-    buf[..HEADER_LEN].copy_from_slice(&head);
-    buf[HEADER_LEN..HEADER_LEN + c.stored.len()].copy_from_slice(&c.stored);
-    buf[HEADER_LEN + c.stored.len()..].fill(0);
+    out.set(h.record_len() as usize, &[&head, &c.stored]);
     h
 }
 
@@ -826,6 +838,24 @@ mod tests {
         assert_eq!(h.flags & FLAG_LZ4, FLAG_LZ4);
         assert!(h.stored_len < h.raw_len / 4);
         assert_eq!(entries(&payload, h.page_count, ps).unwrap().len(), 40);
+    }
+
+    /// `AlignedBuf` clears only what the previous record wrote past the new one's bytes: every
+    /// record, after longer and shorter ones, is its bytes then zeros, 4 KiB aligned.
+    #[test]
+    fn aligned_buffer_pads_with_zeros_after_longer_records() {
+        let mut out = AlignedBuf::default();
+        // (record length, bytes written, fill byte): longer, shorter, longer again, reallocated.
+        let steps = [(8192, 6000, 0xaa), (4096, 100, 0xbb), (8192, 10, 0xcc), (4096, 4096, 0xdd), (65536, 3, 0xee)];
+        for (len, used, b) in steps {
+            let bytes = vec![b; used];
+            out.set(len, &[&bytes[..used / 2], &bytes[used / 2..]]);
+            let s = out.as_slice();
+            assert_eq!(s.len(), len);
+            assert_eq!(s.as_ptr() as usize % BLOCK, 0);
+            assert!(s[..used].iter().all(|x| *x == b), "record bytes");
+            assert!(s[used..].iter().all(|x| *x == 0), "padding after a record of {used} bytes");
+        }
     }
 
     #[test]
