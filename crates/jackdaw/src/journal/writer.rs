@@ -297,14 +297,10 @@ impl Journal {
     }
 
     /// Files that hold records still to be written or synced (and so stay open).
+    /// Counted in place (no list built: this runs after every append); both lists are short.
     fn unsynced_files(&self) -> usize {
-        let mut files: Vec<&Arc<dyn StorageFile>> = Vec::new();
-        for f in self.pending.iter().map(|p| &p.file).chain(self.dirty.iter().map(|(f, _)| f)) {
-            if !files.iter().any(|g| Arc::ptr_eq(g, f)) {
-                files.push(f);
-            }
-        }
-        files.len()
+        let files = || self.pending.iter().map(|p| &p.file).chain(self.dirty.iter().map(|(f, _)| f));
+        files().enumerate().filter(|(i, f)| !files().take(*i).any(|g| Arc::ptr_eq(g, f))).count()
     }
 
     fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {

@@ -41,7 +41,7 @@ pub(crate) fn pwritev_all(file: &File, bufs: &[IoSlice<'_>], mut offset: u64) ->
     // Positions in `bufs` after `done` bytes.
     while done < total {
         let mut skip = done;
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+        let mut iov: smallvec::SmallVec<[libc::iovec; 4]> = smallvec::SmallVec::with_capacity(bufs.len());
         for b in bufs {
             if skip >= b.len() {
                 skip -= b.len();

@@ -14,7 +14,9 @@ use crate::txn::PageRef;
 use crate::{Error, Result};
 
 /// Branch pages from the root down to a leaf: (page, child index taken).
-pub(crate) type Path = Vec<(u64, usize)>;
+/// The branches a descent went through, root first: (page, child index). Inline up to 8
+/// levels (a tree of 4 KiB pages is rarely deeper than 5): a put's descent allocated it.
+pub(crate) type Path = smallvec::SmallVec<[(u64, usize); 8]>;
 
 /// A key range inside the one a leaf covers: from its parent's separators where the parent has
 /// them (low inclusive, high exclusive), else from the leaf's own first and last keys (both
