@@ -669,6 +669,7 @@ impl DirOut {
         let (f, _) = self.data()?;
         for rev in 0..2u64 {
             let h = Header {
+                version: crate::data::header::FORMAT_VERSION,
                 page_size: shape.page_size as u32,
                 revision: rev,
                 db_id: shape.db_id,

@@ -296,6 +296,7 @@ fn create(storage: &dyn Storage, dir: &Path, opts: &Options) -> Result<()> {
     }
     for rev in 0..2u64 {
         let h = Header {
+            version: crate::data::header::FORMAT_VERSION,
             page_size: ps as u32,
             revision: rev,
             db_id,
@@ -406,7 +407,8 @@ fn lock_and_open_files(
 }
 
 /// `open_core`'s recovery: replay the log after `header` into the data file; if anything was
-/// replayed (or the journal generation moves on), sync the data file and write the next header.
+/// replayed (or the journal generation moves on, or the header is of an older format version),
+/// sync the data file and write the next header.
 /// Every journal file is then retired: up to `kept` are returned for reuse, the rest removed.
 /// Returns the largest journal generation found and the reusable files.
 fn recover(
@@ -424,10 +426,14 @@ fn recover(
     let new_gen = max_gen
         .checked_add(1)
         .ok_or_else(|| Error::corrupted(None, "journal generation at the largest value a generation can take"))?;
-    if end.records > 0 || new_gen != header.journal_gen + 1 {
+    // A version-1 header is rewritten now, before any record of this build's format is written
+    // (`data::header::OLDEST_READ_VERSION`).
+    let upgrade = header.version != crate::data::header::FORMAT_VERSION;
+    if end.records > 0 || new_gen != header.journal_gen + 1 || upgrade {
         data.sync(SyncSite::DataFlush)?;
         counters.synced(SyncSite::DataFlush);
         *header = Header {
+            version: crate::data::header::FORMAT_VERSION,
             revision: header.revision + 1,
             flushed_txid: end.last_txid,
             next_page: end.next_page,

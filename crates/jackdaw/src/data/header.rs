@@ -9,7 +9,7 @@
 //! ```text
 //! offset size field
 //!      0    8 magic           "JKDWDATA"
-//!      8    4 format_version  1
+//!      8    4 format_version  2 (1 is read too: see FORMAT.md §8)
 //!     12    4 page_size
 //!     16    8 revision        incremented by each header write
 //!     24    8 db_id           random at creation; every journal record carries it
@@ -25,7 +25,12 @@
 use crate::{Error, Result};
 
 pub(crate) const MAGIC: &[u8; 8] = b"JKDWDATA";
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build opens: a version-1 database differs only in its journal
+/// (every record padded to 4 KiB), which this build reads; opening it to write rewrites the
+/// header with `FORMAT_VERSION` before the first commit, so a build that reads only version 1
+/// never meets a record it would misread.
+pub(crate) const OLDEST_READ_VERSION: u32 = 1;
 /// Encoded size of a header.
 pub(crate) const HEADER_LEN: usize = 128;
 /// Bytes written per header slot write (one aligned 4 KiB block holding the header).
@@ -33,6 +38,8 @@ pub(crate) const SLOT_WRITE: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Header {
+    /// The format version the slot was read with (`encode` always writes `FORMAT_VERSION`).
+    pub version: u32,
     pub page_size: u32,
     pub revision: u64,
     pub db_id: u64,
@@ -88,9 +95,9 @@ impl Header {
             return Err(SlotError::Damaged("header checksum mismatch".into()));
         }
         let version = le32(b, 8);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(SlotError::Incompatible(format!(
-                "format version {version}, this build reads {FORMAT_VERSION}"
+                "format version {version}, this build reads {OLDEST_READ_VERSION} to {FORMAT_VERSION}"
             )));
         }
         let page_size = le32(b, 12);
@@ -98,6 +105,7 @@ impl Header {
             return Err(SlotError::Incompatible(format!("page size {page_size}")));
         }
         let h = Header {
+            version,
             page_size,
             revision: le64(b, 16),
             db_id: le64(b, 24),
@@ -136,6 +144,7 @@ mod tests {
 
     fn sample() -> Header {
         Header {
+            version: FORMAT_VERSION,
             page_size: 8192,
             revision: 9,
             db_id: 0xdead_beef,
@@ -173,12 +182,19 @@ mod tests {
             Header::choose(Err(SlotError::Damaged("x".into())), Err(SlotError::Foreign)),
             Err(Error::Corrupted { .. })
         ));
-        // A newer format version is reported as incompatible, not corrupt.
-        let mut enc = a.encode();
-        enc[8..12].copy_from_slice(&2u32.to_le_bytes());
-        let c = xxhash_rust::xxh3::xxh3_64(&enc[..120]);
-        enc[120..128].copy_from_slice(&c.to_le_bytes());
-        let r = Header::choose(Header::decode(&enc), Err(SlotError::Foreign));
-        assert!(matches!(r, Err(Error::IncompatibleFormat(_))), "{r:?}");
+        // A newer format version is reported as incompatible, not corrupt; so is version 0;
+        // version 1 is read, and says so.
+        let with_version = |v: u32| {
+            let mut enc = a.encode();
+            enc[8..12].copy_from_slice(&v.to_le_bytes());
+            let c = xxhash_rust::xxh3::xxh3_64(&enc[..120]);
+            enc[120..128].copy_from_slice(&c.to_le_bytes());
+            Header::choose(Header::decode(&enc), Err(SlotError::Foreign))
+        };
+        for v in [0, FORMAT_VERSION + 1] {
+            let r = with_version(v);
+            assert!(matches!(r, Err(Error::IncompatibleFormat(_))), "{v}: {r:?}");
+        }
+        assert_eq!(with_version(1).unwrap(), Header { version: 1, ..a });
     }
 }

@@ -1,7 +1,8 @@
 //! The journal record codec: one record per committed transaction.
 //!
 //! ```text
-//! record = header (80 B) | payload (stored_len B) | zero padding to a 4 KiB multiple
+//! record = header (80 B) | payload (stored_len B) | zero padding to a 4 KiB multiple, or to a
+//!          64-byte multiple for a packed record (flag bit 1)
 //!
 //! header
 //! offset size field
@@ -12,7 +13,8 @@
 //!     24    8 db_id       the data file's id (a journal of another database never verifies)
 //!     32    8 next_page   the page high-water mark after this transaction
 //!     40    4 page_count  entries in the payload
-//!     44    4 flags       bit 0: payload is LZ4 (block format)
+//!     44    4 flags       bit 0: payload is LZ4 (block format); bit 1: packed (the record
+//!                         starts and ends on a 64-byte boundary, not a 4 KiB one)
 //!     48    4 stored_len  payload bytes as stored
 //!     52    4 raw_len     payload bytes after decompression
 //!     56    8 synced_through  every record up to this transaction was durable when this one
@@ -39,12 +41,21 @@ use smallvec::SmallVec;
 pub(crate) const MAGIC: &[u8; 8] = b"JKDWJRNL";
 pub(crate) const HEADER_LEN: usize = 80;
 const CHECKSUM_AT: usize = 72;
-/// Records start and end on this boundary (the `O_DIRECT` unit).
+/// Records start and end on this boundary (the `O_DIRECT` unit), packed ones aside.
 pub(crate) const BLOCK: usize = 4096;
+/// Packed records (`FLAG_PACKED`) start and end on this boundary. Records written through the
+/// page cache (`Buffered` and `None` commits) are packed: padding each to 4 KiB tripled the
+/// journal bytes of a one-update commit (a ~1.2 KiB record), and with them the device bytes, the
+/// rotations and the flushes the journal's volume sets off.
+pub(crate) const PACK: usize = 64;
+/// Payloads of at least this many bytes are never packed (the padding is then noise, and big
+/// records keep the 4 KiB layout their streamed and chunked paths rely on).
+pub(crate) const PACK_MAX: usize = 1 << 20;
 pub(crate) const ENTRY_HEADER: usize = 16;
 /// A diff run's header: offset u32 | length u32.
 const RUN_HEADER: usize = 8;
 const FLAG_LZ4: u32 = 1;
+const FLAG_PACKED: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EntryKind {
@@ -80,7 +91,11 @@ fn le64(b: &[u8], o: usize) -> u64 {
 impl RecordHeader {
     /// Total bytes the record occupies in the file.
     pub(crate) fn record_len(&self) -> u64 {
-        ((HEADER_LEN + self.stored_len as usize).div_ceil(BLOCK) * BLOCK) as u64
+        record_len_for(self.stored_len as u64, self.packed())
+    }
+    /// Whether the record is packed (`PACK`-aligned, not `BLOCK`-aligned).
+    pub(crate) fn packed(&self) -> bool {
+        self.flags & FLAG_PACKED != 0
     }
     fn encode_prefix(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
@@ -148,8 +163,9 @@ impl AlignedBuf {
     /// Make the buffer `len` bytes long: `parts` back to back, then zeros (reuses the allocation
     /// when it is large enough). The parts must fit in `len`.
     pub(crate) fn set(&mut self, len: usize, parts: &[&[u8]]) {
-        if self.raw.len() < len + BLOCK {
-            self.raw = vec![0u8; len + BLOCK];
+        // Room for the alignment, and for zeros to the next block past the record (`through_block`).
+        if self.raw.len() < len + 2 * BLOCK {
+            self.raw = vec![0u8; len + 2 * BLOCK];
             let addr = self.raw.as_ptr() as usize;
             self.start = (BLOCK - addr % BLOCK) % BLOCK;
             self.zero_from = 0;
@@ -169,6 +185,15 @@ impl AlignedBuf {
     }
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
+    }
+    /// The record, then zeros to the next 4 KiB boundary of the file when it is written at
+    /// `offset`: a write through the page cache that ends inside a page the cache does not hold
+    /// (a recycled journal file after its pages were evicted) makes the kernel read that page
+    /// first; ending every write on a page boundary never does (the next packed record then
+    /// starts in a page just written).
+    pub(crate) fn through_block(&self, offset: u64) -> &[u8] {
+        let end = (offset + self.len as u64).next_multiple_of(BLOCK as u64) - offset;
+        &self.raw[self.start..self.start + end as usize]
     }
 }
 
@@ -488,9 +513,15 @@ pub(crate) fn compress(payload: PayloadBuilder, max: u64) -> Result<Compressed> 
     Ok(Compressed { stored, flags, raw_len, page_count: payload.count, full_bytes: payload.full_bytes })
 }
 
-/// Length of the record `frame` makes of `c` (header, payload, padding to a block).
-pub(crate) fn record_len(c: &Compressed) -> u64 {
-    record_len_for(c.stored.len() as u64)
+/// Whether the record of `c` is packed when written through the page cache.
+pub(crate) fn packs(c: &Compressed, through_page_cache: bool) -> bool {
+    through_page_cache && c.stored.len() < PACK_MAX
+}
+
+/// Length of the record `frame` makes of `c` (header, payload, padding to a block or, `packed`,
+/// to `PACK`).
+pub(crate) fn record_len(c: &Compressed, packed: bool) -> u64 {
+    record_len_for(c.stored.len() as u64, packed)
 }
 
 /// The header of the record `frame` makes of `c`, and its encoded bytes.
@@ -501,6 +532,7 @@ pub(crate) fn header(
     next_page: u64,
     synced_through: u64,
     c: &Compressed,
+    packed: bool,
 ) -> (RecordHeader, [u8; HEADER_LEN]) {
     let mut h = RecordHeader {
         txid,
@@ -508,7 +540,7 @@ pub(crate) fn header(
         db_id,
         next_page,
         page_count: c.page_count,
-        flags: c.flags,
+        flags: c.flags | if packed { FLAG_PACKED } else { 0 },
         stored_len: c.stored.len() as u32,
         raw_len: c.raw_len,
         synced_through,
@@ -521,7 +553,9 @@ pub(crate) fn header(
     (h, b)
 }
 
-/// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded).
+/// Frame a compressed payload as a record of `generation` into `out` (4 KiB aligned, padded to
+/// 4 KiB or, `packed`, to `PACK`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn frame(
     out: &mut AlignedBuf,
     txid: u64,
@@ -530,15 +564,17 @@ pub(crate) fn frame(
     next_page: u64,
     synced_through: u64,
     c: &Compressed,
+    packed: bool,
 ) -> RecordHeader {
-    let (h, head) = header(txid, generation, db_id, next_page, synced_through, c);
+    let (h, head) = header(txid, generation, db_id, next_page, synced_through, c, packed);
     out.set(h.record_len() as usize, &[&head, &c.stored]);
     h
 }
 
 /// Length of a record whose stored payload is `stored_len` bytes (header, payload, padding).
-pub(crate) fn record_len_for(stored_len: u64) -> u64 {
-    (HEADER_LEN as u64 + stored_len).div_ceil(BLOCK as u64) * BLOCK as u64
+pub(crate) fn record_len_for(stored_len: u64, packed: bool) -> u64 {
+    let unit = if packed { PACK } else { BLOCK } as u64;
+    (HEADER_LEN as u64 + stored_len).div_ceil(unit) * unit
 }
 
 /// Commits that journal at least this many bytes of pages stream their record
@@ -633,7 +669,8 @@ pub(crate) fn verify_and_decode_owned(
     if h.compute_checksum(stored) != h.checksum {
         return None;
     }
-    if h.flags & FLAG_LZ4 != 0 {
+    let flags = h.flags & !FLAG_PACKED;
+    if flags & FLAG_LZ4 != 0 {
         // Bound the allocation by what a valid record can hold, and by LZ4's maximum ratio.
         if h.raw_len as u64 > (h.page_count as u64 + 1) * (ENTRY_HEADER as u64 + 65536)
             || h.raw_len as u64 > (h.stored_len as u64 + 16) * 255
@@ -641,7 +678,7 @@ pub(crate) fn verify_and_decode_owned(
             return None;
         }
         lz4_flex::block::decompress(stored, h.raw_len as usize).ok().filter(|v| v.len() == h.raw_len as usize)
-    } else if h.flags == 0 && h.raw_len == h.stored_len {
+    } else if flags == 0 && h.raw_len == h.stored_len {
         bytes.truncate(end);
         bytes.drain(..HEADER_LEN);
         Some(bytes)
@@ -744,12 +781,32 @@ mod tests {
         let c =
             compress(PayloadBuilder { buf: p.buf.clone(), count: p.count, full_bytes: p.full_bytes }, u32::MAX as u64)
                 .unwrap();
-        let h = frame(&mut out, 5, 2, 99, 1000, 4, &c);
+        let h = frame(&mut out, 5, 2, 99, 1000, 4, &c, false);
         assert_eq!(out.as_slice().len() % BLOCK, 0);
         assert_eq!(out.as_slice().as_ptr() as usize % BLOCK, 0);
         let h2 = RecordHeader::decode(out.as_slice()).unwrap();
         assert_eq!(h, h2);
         let payload = verify_and_decode(&h2, out.as_slice(), 2, 99).expect("valid");
+        // The same payload packed: a multiple of `PACK` no longer than the block-padded record,
+        // the same payload back, and the flag is covered by the checksum.
+        let mut packed = AlignedBuf::default();
+        let hp = frame(&mut packed, 5, 2, 99, 1000, 4, &c, true);
+        assert!(hp.packed() && !h.packed());
+        assert_eq!(packed.as_slice().len() as u64, record_len(&c, true));
+        assert_eq!(packed.as_slice().len() % PACK, 0);
+        assert!(packed.as_slice().len() <= out.as_slice().len());
+        assert_eq!(verify_and_decode(&hp, packed.as_slice(), 2, 99).as_deref(), Some(&payload[..]));
+        let mut flipped = packed.as_slice().to_vec();
+        flipped[44] ^= FLAG_PACKED as u8;
+        let hf = RecordHeader::decode(&flipped).unwrap();
+        assert!(verify_and_decode(&hf, &flipped, 2, 99).is_none(), "the packed flag is checksummed");
+        // Written at any offset, the packed record then zeros end on a block of the file.
+        for off in [0u64, 64, 4032, 4096 + 128] {
+            let w = packed.through_block(off);
+            assert_eq!((off + w.len() as u64) % BLOCK as u64, 0);
+            assert_eq!(&w[..packed.as_slice().len()], packed.as_slice());
+            assert!(w[packed.as_slice().len()..].iter().all(|b| *b == 0));
+        }
         (h2, payload)
     }
 
@@ -809,7 +866,7 @@ mod tests {
         }
         let (h, head) = s.finish().expect("every byte hashed");
         assert_eq!(h.flags, 0);
-        assert_eq!(h.record_len(), record_len_for(raw.len() as u64));
+        assert_eq!(h.record_len(), record_len_for(raw.len() as u64, false));
         let mut bytes = head.to_vec();
         bytes.extend_from_slice(&raw);
         bytes.resize(h.record_len() as usize, 0);
@@ -866,7 +923,7 @@ mod tests {
         let mut p = PayloadBuilder::default();
         p.add_page(9, &page(5, ps), None);
         let mut out = AlignedBuf::default();
-        let h = frame(&mut out, 1, 1, 1, 10, 0, &compress(p, u32::MAX as u64).unwrap());
+        let h = frame(&mut out, 1, 1, 1, 10, 0, &compress(p, u32::MAX as u64).unwrap(), false);
         let bytes = out.as_slice().to_vec();
         // Wrong generation or database: not a live record.
         assert!(verify_and_decode(&h, &bytes, 2, 1).is_none());

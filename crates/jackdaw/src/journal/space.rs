@@ -6,8 +6,11 @@
 //! 2. A journal file is fully written (zeros when new; a recycled file keeps its old bytes, whose
 //!    records carry another generation and never verify), synced, named and its directory synced
 //!    before any record in it is acknowledged, so an `O_DSYNC` write never commits metadata too.
-//! 3. Within one file, records are back to back from offset 0; a record that does not fit starts
-//!    the next generation at offset 0, so a generation is taken only once its file is in place.
+//! 3. Within one file, records are back to back from offset 0, except that a record that is not
+//!    packed starts at the next 4 KiB boundary (the gap after a packed record is skipped: recovery
+//!    looks there when no record follows at the end of the last one); a record that does not fit
+//!    starts the next generation at offset 0, so a generation is taken only once its file is in
+//!    place.
 //! 5. Space is reserved before anything is promised: `reserve` (called by `prepare`, under the
 //!    writer lock, in transaction order, before the transaction is published) fixes a record's
 //!    file and offset and does any rotation; `Journal::append` (in `finish`) only writes bytes
@@ -59,6 +62,9 @@ pub(crate) struct Slot {
     pub(crate) generation: u64,
     pub(crate) offset: u64,
     pub(crate) len: u64,
+    /// A packed record (`record::PACK`-aligned, written through the page cache); else the slot
+    /// starts on a `record::BLOCK` boundary.
+    pub(crate) packed: bool,
     pub(crate) io: JournalIo,
     pub(crate) direct: Arc<dyn StorageFile>,
     pub(crate) buffered: Arc<dyn StorageFile>,
@@ -224,13 +230,22 @@ impl Space {
     /// a rotation if it does not fit in the current file. Called in transaction order, before
     /// the transaction is published (invariant 5): on error nothing is promised, and the
     /// environment stays usable unless `poison` says otherwise.
-    pub(crate) fn reserve(&mut self, txid: u64, payload: &Compressed) -> std::result::Result<Slot, ReserveError> {
-        self.reserve_len(txid, record::record_len(payload))
+    /// `packed`: the record is framed packed (`record::packs`).
+    pub(crate) fn reserve(
+        &mut self,
+        txid: u64,
+        payload: &Compressed,
+        packed: bool,
+    ) -> std::result::Result<Slot, ReserveError> {
+        self.reserve_len(txid, record::record_len(payload, packed), packed)
     }
 
-    /// `reserve` for a record of `len` bytes (a streamed record, `record::StreamedRecord`).
-    pub(crate) fn reserve_len(&mut self, txid: u64, len: u64) -> std::result::Result<Slot, ReserveError> {
-        let fits = self.cur.as_ref().is_some_and(|f| f.end + len <= f.len);
+    /// `reserve` for a record of `len` bytes (a streamed record, `record::StreamedRecord`, is
+    /// never packed).
+    pub(crate) fn reserve_len(&mut self, txid: u64, len: u64, packed: bool) -> std::result::Result<Slot, ReserveError> {
+        let align = if packed { record::PACK } else { record::BLOCK } as u64;
+        let start = |f: &JFile| f.end.next_multiple_of(align);
+        let fits = self.cur.as_ref().is_some_and(|f| start(f) + len <= f.len);
         if !fits {
             self.rotate(len)?;
         }
@@ -238,8 +253,8 @@ impl Space {
             let error = Error::Invalid("internal: no journal file after a rotation".into());
             return Err(ReserveError { error, poison: false });
         };
-        let offset = cur.end;
-        cur.end += len;
+        let offset = start(cur);
+        cur.end = offset + len;
         cur.last_txid = txid;
         self.reserved_txid = txid;
         Ok(Slot {
@@ -247,6 +262,7 @@ impl Space {
             generation: cur.generation,
             offset,
             len,
+            packed,
             io,
             direct: cur.direct.clone(),
             buffered: cur.buffered.clone(),

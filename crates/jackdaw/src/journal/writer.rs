@@ -36,6 +36,9 @@ const MAX_UNSYNCED_FILES: usize = 4;
 /// (`append_large`), not copied into the aligned buffer.
 const LARGE_RECORD: usize = 1 << 20;
 
+/// Zeros to end a write on a block (`AlignedBuf::through_block`).
+static ZEROS: [u8; record::BLOCK] = [0; record::BLOCK];
+
 /// A record placed but not yet handed to the OS (`Durability::None`).
 struct Pending {
     file: Arc<dyn StorageFile>,
@@ -162,7 +165,16 @@ impl Journal {
         if payload.stored.len() >= LARGE_RECORD {
             return self.append_large(slot, next_page, payload, durability);
         }
-        let h = record::frame(&mut self.buf, txid, slot.generation, self.db_id, next_page, self.durable_txid, payload);
+        let h = record::frame(
+            &mut self.buf,
+            txid,
+            slot.generation,
+            self.db_id,
+            next_page,
+            self.durable_txid,
+            payload,
+            slot.packed,
+        );
         let len = h.record_len();
         if len != slot.len {
             return Err(Error::Invalid("internal: a journal record's length changed after its reservation".into()));
@@ -181,7 +193,9 @@ impl Journal {
                 self.write_buffered(&buffered, offset, txid)?;
             }
             Durability::Sync => {
-                if self.pending.is_empty() && self.dirty.is_empty() && slot.io == JournalIo::DirectSync {
+                // A packed slot need not start on a block: only the page cache can write it.
+                if self.pending.is_empty() && self.dirty.is_empty() && slot.io == JournalIo::DirectSync && !slot.packed
+                {
                     direct
                         .write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset)
                         .ctx("journal write (O_DIRECT|O_DSYNC)")?;
@@ -228,7 +242,8 @@ impl Journal {
         payload: &Compressed,
         durability: Durability,
     ) -> Result<Appended> {
-        let (h, head) = record::header(slot.txid, slot.generation, self.db_id, next_page, self.durable_txid, payload);
+        let (h, head) =
+            record::header(slot.txid, slot.generation, self.db_id, next_page, self.durable_txid, payload, slot.packed);
         let len = h.record_len();
         if len != slot.len {
             return Err(Error::Invalid("internal: a journal record's length changed after its reservation".into()));
@@ -236,7 +251,9 @@ impl Journal {
         self.last_txid = slot.txid;
         self.count(&h, len, payload);
         self.write_pending()?;
-        let pad = vec![0u8; (len as usize) - head.len() - payload.stored.len()];
+        // Padding, then zeros to the next block (`AlignedBuf::through_block`).
+        let end = (slot.offset + len).next_multiple_of(record::BLOCK as u64) - slot.offset;
+        let pad = vec![0u8; (end as usize) - head.len() - payload.stored.len()];
         let slices = [IoSlice::new(&head), IoSlice::new(&payload.stored), IoSlice::new(&pad)];
         slot.buffered.write_vectored_at(&slices, slot.offset).ctx("journal write (large record)")?;
         Counters::add(&self.counters.journal_writes, 1);
@@ -304,7 +321,7 @@ impl Journal {
     }
 
     fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {
-        f.write_vectored_at(&[IoSlice::new(self.buf.as_slice())], offset).ctx("journal write")?;
+        f.write_vectored_at(&[IoSlice::new(self.buf.through_block(offset))], offset).ctx("journal write")?;
         Counters::add(&self.counters.journal_writes, 1);
         self.written_txid = txid;
         self.mark_dirty(f);
@@ -331,7 +348,10 @@ impl Journal {
                 end += pending[j].bytes.len() as u64;
                 j += 1;
             }
-            let slices: Vec<IoSlice<'_>> = pending[i..j].iter().map(|p| IoSlice::new(&p.bytes)).collect();
+            let mut slices: Vec<IoSlice<'_>> = pending[i..j].iter().map(|p| IoSlice::new(&p.bytes)).collect();
+            // Zeros to the next block, as `AlignedBuf::through_block`.
+            let tail = (end.next_multiple_of(record::BLOCK as u64) - end) as usize;
+            slices.push(IoSlice::new(&ZEROS[..tail]));
             pending[i].file.write_vectored_at(&slices, pending[i].offset).ctx("journal write (deferred records)")?;
             Counters::add(&self.counters.journal_writes, 1);
             self.written_txid = pending[j - 1].txid;
@@ -459,6 +479,7 @@ mod tests {
                 generation: txid,
                 offset: 0,
                 len: 4096,
+                packed: false,
                 io: JournalIo::BufferedFsync,
                 direct: f.clone(),
                 buffered: f,

@@ -648,7 +648,8 @@ impl PageTxn {
         let payload = record::compress(payload, core.opts.max_record_bytes)?;
         // The last step that can fail: room in the journal (invariant 5 of `journal/space.rs`).
         // A full disk or no descriptor fails this commit alone; nothing is published yet.
-        let slot = core.space.lock().reserve(txid.get(), &payload).map_err(|e| {
+        let packed = record::packs(&payload, self.durability != Durability::Sync);
+        let slot = core.space.lock().reserve(txid.get(), &payload, packed).map_err(|e| {
             if e.poison {
                 core.poison(&e.error);
             }
@@ -759,8 +760,8 @@ impl PageTxn {
             .ok_or(Error::TransactionTooLarge { bytes: raw, max: max.min(u32::MAX as u64) })?;
         // Truthful whenever it is read: `durable_txid` only grows (FORMAT.md §6.1).
         let synced_through = core.journal.lock().durable_txid();
-        let len = record::record_len_for(raw);
-        let slot = core.space.lock().reserve_len(txid.get(), len).map_err(|e| {
+        let len = record::record_len_for(raw, false);
+        let slot = core.space.lock().reserve_len(txid.get(), len, false).map_err(|e| {
             if e.poison {
                 core.poison(&e.error);
             }
