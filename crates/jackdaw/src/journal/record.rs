@@ -470,8 +470,8 @@ pub(crate) struct Compressed {
     pub full_bytes: u64,
 }
 
-/// Payloads smaller than this are stored as they are: the journal is written in 4 KiB blocks, so
-/// compressing a few KiB rarely saves a block, and costs CPU on the commit path.
+/// Payloads smaller than this are stored as they are: compressing a few KiB saves little (rarely
+/// a 4 KiB block; a packed record's few 64-byte units) and costs CPU on the commit path.
 pub(crate) const COMPRESS_MIN: usize = 64 << 10;
 
 /// Whether a large payload is worth compressing whole: eight 64 KiB samples spread over it must

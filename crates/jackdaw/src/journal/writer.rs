@@ -58,6 +58,10 @@ pub(crate) struct Journal {
     db_id: u64,
     counters: Arc<Counters>,
     pending: Vec<Pending>,
+    /// The distinct files of `pending`, in order (a file never comes back after a rotation): what
+    /// `unsynced_files` counts, without walking `pending`, which a stream of `None` commits
+    /// fills with thousands of records.
+    pending_files: Vec<Arc<dyn StorageFile>>,
     /// Files with buffered writes not yet covered by a finished sync, each with the number of its
     /// last write (`writes`), so that a sync done outside the lock clears only what it covered.
     dirty: Vec<(Arc<dyn StorageFile>, u64)>,
@@ -107,6 +111,7 @@ impl Journal {
             db_id,
             counters,
             pending: Vec::new(),
+            pending_files: Vec::new(),
             dirty: Vec::new(),
             writes: 0,
             sync_gate: Arc::default(),
@@ -186,6 +191,9 @@ impl Journal {
         self.count(&h, len, payload);
         match durability {
             Durability::None => {
+                if !self.pending_files.last().is_some_and(|f| Arc::ptr_eq(f, &buffered)) {
+                    self.pending_files.push(buffered.clone());
+                }
                 self.pending.push(Pending { file: buffered, offset, bytes: self.buf.as_slice().to_vec(), txid });
             }
             Durability::Buffered => {
@@ -314,10 +322,16 @@ impl Journal {
     }
 
     /// Files that hold records still to be written or synced (and so stay open).
-    /// Counted in place (no list built: this runs after every append); both lists are short.
+    /// This runs after every append: it looks at the distinct files only (`pending_files`,
+    /// `dirty`: a few each), never at every pending record.
     fn unsynced_files(&self) -> usize {
-        let files = || self.pending.iter().map(|p| &p.file).chain(self.dirty.iter().map(|(f, _)| f));
-        files().enumerate().filter(|(i, f)| !files().take(*i).any(|g| Arc::ptr_eq(g, f))).count()
+        let mut files: smallvec::SmallVec<[&Arc<dyn StorageFile>; 8]> = smallvec::SmallVec::new();
+        for f in self.pending_files.iter().chain(self.dirty.iter().map(|(f, _)| f)) {
+            if !files.iter().any(|g| Arc::ptr_eq(g, f)) {
+                files.push(f);
+            }
+        }
+        files.len()
     }
 
     fn write_buffered(&mut self, f: &Arc<dyn StorageFile>, offset: u64, txid: u64) -> Result<()> {
@@ -339,6 +353,7 @@ impl Journal {
 
     fn write_pending(&mut self) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
+        self.pending_files.clear();
         // Adjacent records in one file go in one vectored write.
         let mut i = 0;
         while i < pending.len() {
