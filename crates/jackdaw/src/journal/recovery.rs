@@ -88,7 +88,10 @@ impl Files<'_> {
         let Some((f, len)) = self.get(pos.generation)? else {
             return Ok(None);
         };
-        if !pos.offset.is_multiple_of(record::PACK as u64) || pos.offset + record::HEADER_LEN as u64 > len {
+        // The position may come from a damaged header: checked, never wrapped.
+        if !pos.offset.is_multiple_of(record::PACK as u64)
+            || pos.offset.checked_add(record::HEADER_LEN as u64).is_none_or(|end| end > len)
+        {
             return Ok(None);
         }
         let mut first = vec![0u8; (len - pos.offset).min(BLOCK as u64) as usize];
@@ -240,8 +243,8 @@ pub(crate) fn scan(
         let mut found = files.record_at(pos, header.db_id)?;
         // A record that is not packed starts on the next block after a packed one (`space.rs`
         // invariant 3).
-        let block = pos.offset.next_multiple_of(BLOCK as u64);
-        if found.is_none() && block != pos.offset {
+        let block = pos.offset.checked_next_multiple_of(BLOCK as u64).filter(|b| *b != pos.offset);
+        if let (true, Some(block)) = (found.is_none(), block) {
             let at = JournalPos { generation: pos.generation, offset: block };
             if let Some((h, p)) = files.record_at(at, header.db_id)? {
                 if h.txid == expected {
@@ -308,9 +311,9 @@ const HEADER_SCAN_CHUNK: usize = 1 << 20;
 fn header_offsets(f: &dyn StorageFile, generation: u64, db_id: u64, from: u64, len: u64) -> Result<Vec<u64>> {
     let unit = record::PACK as u64;
     let mut out = Vec::new();
-    let mut at = from.next_multiple_of(unit);
+    let Some(mut at) = from.checked_next_multiple_of(unit) else { return Ok(out) };
     let mut buf = Vec::new();
-    while at + record::HEADER_LEN as u64 <= len {
+    while at.checked_add(record::HEADER_LEN as u64).is_some_and(|end| end <= len) {
         // Each chunk overlaps the next by a header, so a header across the boundary is seen.
         let n = (len - at).min((HEADER_SCAN_CHUNK + record::HEADER_LEN) as u64) as usize;
         buf.resize(n, 0);
