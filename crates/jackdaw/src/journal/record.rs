@@ -43,6 +43,18 @@ pub(crate) const HEADER_LEN: usize = 80;
 const CHECKSUM_AT: usize = 72;
 /// Records start and end on this boundary (the `O_DIRECT` unit), packed ones aside.
 pub(crate) const BLOCK: usize = 4096;
+/// A block of zeros: what a write through the page cache ends with (`to_block`).
+pub(crate) static ZERO_BLOCK: [u8; BLOCK] = [0; BLOCK];
+
+/// Bytes from file offset `end` to the next `BLOCK` boundary. A write through the page cache that
+/// ends inside a page the cache does not hold (a recycled journal file after its pages were
+/// evicted) makes the kernel read that page first; so every journal write through the page cache
+/// ends on a block, with this many zeros after its records (which the next packed record
+/// overwrites).
+pub(crate) fn to_block(end: u64) -> usize {
+    (end.next_multiple_of(BLOCK as u64) - end) as usize
+}
+
 /// Packed records (`FLAG_PACKED`) start and end on this boundary. Records written through the
 /// page cache (`Buffered` and `None` commits) are packed: padding each to 4 KiB tripled the
 /// journal bytes of a one-update commit (a ~1.2 KiB record), and with them the device bytes, the
@@ -187,13 +199,10 @@ impl AlignedBuf {
         &self.raw[self.start..self.start + self.len]
     }
     /// The record, then zeros to the next 4 KiB boundary of the file when it is written at
-    /// `offset`: a write through the page cache that ends inside a page the cache does not hold
-    /// (a recycled journal file after its pages were evicted) makes the kernel read that page
-    /// first; ending every write on a page boundary never does (the next packed record then
-    /// starts in a page just written).
+    /// `offset` (`to_block`).
     pub(crate) fn through_block(&self, offset: u64) -> &[u8] {
-        let end = (offset + self.len as u64).next_multiple_of(BLOCK as u64) - offset;
-        &self.raw[self.start..self.start + end as usize]
+        let end = self.len + to_block(offset + self.len as u64);
+        &self.raw[self.start..self.start + end]
     }
 }
 

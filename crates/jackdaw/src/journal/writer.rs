@@ -36,9 +36,6 @@ const MAX_UNSYNCED_FILES: usize = 4;
 /// (`append_large`), not copied into the aligned buffer.
 const LARGE_RECORD: usize = 1 << 20;
 
-/// Zeros to end a write on a block (`AlignedBuf::through_block`).
-static ZEROS: [u8; record::BLOCK] = [0; record::BLOCK];
-
 /// A record placed but not yet handed to the OS (`Durability::None`).
 struct Pending {
     file: Arc<dyn StorageFile>,
@@ -259,9 +256,8 @@ impl Journal {
         self.last_txid = slot.txid;
         self.count(&h, len, payload);
         self.write_pending()?;
-        // Padding, then zeros to the next block (`AlignedBuf::through_block`).
-        let end = (slot.offset + len).next_multiple_of(record::BLOCK as u64) - slot.offset;
-        let pad = vec![0u8; (end as usize) - head.len() - payload.stored.len()];
+        // Padding, then zeros to the next block (`record::to_block`).
+        let pad = vec![0u8; len as usize - head.len() - payload.stored.len() + record::to_block(slot.offset + len)];
         let slices = [IoSlice::new(&head), IoSlice::new(&payload.stored), IoSlice::new(&pad)];
         slot.buffered.write_vectored_at(&slices, slot.offset).ctx("journal write (large record)")?;
         Counters::add(&self.counters.journal_writes, 1);
@@ -364,9 +360,7 @@ impl Journal {
                 j += 1;
             }
             let mut slices: Vec<IoSlice<'_>> = pending[i..j].iter().map(|p| IoSlice::new(&p.bytes)).collect();
-            // Zeros to the next block, as `AlignedBuf::through_block`.
-            let tail = (end.next_multiple_of(record::BLOCK as u64) - end) as usize;
-            slices.push(IoSlice::new(&ZEROS[..tail]));
+            slices.push(IoSlice::new(&record::ZERO_BLOCK[..record::to_block(end)]));
             pending[i].file.write_vectored_at(&slices, pending[i].offset).ctx("journal write (deferred records)")?;
             Counters::add(&self.counters.journal_writes, 1);
             self.written_txid = pending[j - 1].txid;

@@ -383,7 +383,8 @@ pub(crate) struct Images {
 struct Slabs {
     /// Each slab by its base address.
     by_base: std::collections::HashMap<usize, Slab>,
-    /// Bases of slabs that have (or had, when pushed) a free image; stale entries are skipped.
+    /// Bases of slabs that have (or had, when pushed) a free image; entries of slabs since filled
+    /// are skipped and dropped by `alloc`, those of unmapped slabs by `Slabs::forget`.
     with_room: Vec<usize>,
     /// Slabs with no image in use, kept for the next allocations (at most `EMPTY_KEPT`).
     empty: Vec<usize>,
@@ -391,6 +392,18 @@ struct Slabs {
 
 /// Empty slabs kept at most (64 MiB): about what the page table's pool holds at most by default.
 const EMPTY_KEPT: usize = 32;
+
+impl Slabs {
+    /// Drop empty slabs about to be unmapped from every list. Their `with_room` entries go too:
+    /// left there, a slab mapped later at the same address would be listed twice, and entries
+    /// would pile up over bursts.
+    fn forget(&mut self, bases: &[usize]) {
+        for b in bases {
+            self.by_base.remove(b);
+        }
+        self.with_room.retain(|b| !bases.contains(b));
+    }
+}
 
 struct Slab {
     /// Indexes of the free images.
@@ -470,7 +483,7 @@ impl Images {
                 if s.empty.len() < EMPTY_KEPT {
                     s.empty.push(base);
                 } else {
-                    s.by_base.remove(&base);
+                    s.forget(&[base]);
                     unmap = Some(base);
                 }
             }
@@ -487,9 +500,7 @@ impl Images {
             let s = &mut *s;
             let keep = s.empty.len().min(1);
             let gone = s.empty.split_off(keep);
-            for b in &gone {
-                s.by_base.remove(b);
-            }
+            s.forget(&gone);
             gone
         };
         for base in gone {
@@ -508,7 +519,7 @@ impl Drop for Images {
 }
 
 /// Unmap a slab of `map_slab` that no image is in use in and that `Images` no longer lists (no
-/// image of it is handed out again; stale `with_room` entries are skipped).
+/// image of it is handed out again: `Slabs::forget` took it off every list).
 fn unmap_slab(base: usize) {
     // SAFETY: `base` is a mapping of `SLAB` bytes made by `map_slab`, and no reference into it
     // exists: every image of it was given back (`live` 0) and none will be handed out.
