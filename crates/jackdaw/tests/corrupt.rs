@@ -614,6 +614,39 @@ fn damaged_journal_records() {
     }
 }
 
+/// A header whose `journal_offset` is forged near the end of the `u64` range (checksum valid):
+/// recovery's positions are checked, not wrapped, so open gives a committed state whole or
+/// `Corrupted`, never an I/O error from a wrapped offset, a panic or a hang. (Built with overflow
+/// checks, as `cargo test` without `--release` is, the wrapping additions before `d87747b`
+/// panicked here; a release build wrapped them into a search that found nothing.)
+#[test]
+fn forged_journal_offset_near_u64_max() {
+    for kind in KINDS {
+        let db = Db::new(kind, "jofs");
+        let (env, states) = journal_states(&db);
+        let base = db.image("jofs-base");
+        drop(env);
+        for forged in [u64::MAX, u64::MAX - 63, u64::MAX - 4095, 1u64 << 63] {
+            let img = base.image(&format!("jofs-{forged:x}"));
+            img.edit("data.jdb", |b| {
+                for slot in [0, PS] {
+                    b[slot + 56..slot + 64].copy_from_slice(&forged.to_le_bytes());
+                    reseal(&mut b[slot..slot + 128]);
+                }
+            });
+            match img.open() {
+                Ok(env) => {
+                    let t = env.read().unwrap().txid().get();
+                    verify(&env, &states[t as usize]);
+                }
+                Err(Error::Corrupted { .. }) => {}
+                Err(e) => panic!("{kind:?} journal_offset {forged:#x}: {e:?}"),
+            }
+        }
+        db.remove();
+    }
+}
+
 #[test]
 fn stray_journal_files_are_ignored() {
     let seed = seed_or("stray_journal_files_are_ignored", 0x57a7);

@@ -243,8 +243,8 @@ pub(crate) fn scan(
         let mut found = files.record_at(pos, header.db_id)?;
         // A record that is not packed starts on the next block after a packed one (`space.rs`
         // invariant 3).
-        let block = pos.offset.checked_next_multiple_of(BLOCK as u64).filter(|b| *b != pos.offset);
-        if let (true, Some(block)) = (found.is_none(), block) {
+        let block = pos.offset.checked_next_multiple_of(BLOCK as u64).filter(|b| *b != pos.offset && found.is_none());
+        if let Some(block) = block {
             let at = JournalPos { generation: pos.generation, offset: block };
             if let Some((h, p)) = files.record_at(at, header.db_id)? {
                 if h.txid == expected {
