@@ -426,8 +426,8 @@ fn recover(
     let new_gen = max_gen
         .checked_add(1)
         .ok_or_else(|| Error::corrupted(None, "journal generation at the largest value a generation can take"))?;
-    // A version-1 header is rewritten now, before any record of this build's format is written
-    // (`data::header::OLDEST_READ_VERSION`).
+    // An older version's header is rewritten now, before any record or page of this build's
+    // format is written (`data::header::OLDEST_READ_VERSION`).
     let upgrade = header.version != crate::data::header::FORMAT_VERSION;
     if end.records > 0 || new_gen != header.journal_gen + 1 || upgrade {
         data.sync(SyncSite::DataFlush)?;

@@ -305,11 +305,11 @@ fn future_format_version_is_incompatible() {
         let good = db.read("data.jdb");
         let mut b = good.clone();
         for slot in [0, PS] {
-            b[slot + 8..slot + 12].copy_from_slice(&3u32.to_le_bytes());
+            b[slot + 8..slot + 12].copy_from_slice(&4u32.to_le_bytes());
             reseal(&mut b[slot..slot + 128]);
         }
         db.write("data.jdb", &b);
-        let e = expect_err(&db, "format version 3");
+        let e = expect_err(&db, "format version 4");
         assert!(matches!(e, Error::IncompatibleFormat(_)), "{kind:?}: {e:?}");
         assert_eq!(db.read("data.jdb"), b, "an incompatible file must be left alone");
 
@@ -331,20 +331,21 @@ fn future_format_version_is_incompatible() {
     }
 }
 
-/// A database of format version 1 (journal records all padded to 4 KiB, which this build still
-/// reads) opens, read-only and to write; opened to write, its header is rewritten as version 2
-/// at once, before any commit, so a build that reads only version 1 refuses it rather than
-/// misreading a packed record. Without the rewrite the slot keeps saying 1.
+/// A database of format version 1 (journal records all padded to 4 KiB) or 2 (overflow
+/// references without a tail), both of which this build still reads, opens, read-only and to
+/// write; opened to write, its header is rewritten as version 3 at once, before any commit, so
+/// a build that reads only the older version refuses it rather than misreading a packed record
+/// or a reference with a tail. Without the rewrite the slot keeps saying 1 or 2.
 #[test]
-fn a_version_1_database_opens_and_is_upgraded_before_its_first_commit() {
+fn an_older_version_database_opens_and_is_upgraded_before_its_first_commit() {
     let version = |b: &[u8], slot: usize| u32::from_le_bytes(b[slot + 8..slot + 12].try_into().unwrap());
-    for kind in KINDS {
+    for (kind, old) in KINDS.into_iter().flat_map(|k| [(k, 1u32), (k, 2)]) {
         let db = Db::new(kind, "version1");
         let (live, _) = make_db(&db);
         let mut b = db.read("data.jdb");
         for slot in [0, PS] {
-            assert_eq!(version(&b, slot), 2, "{kind:?}: this build writes version 2");
-            b[slot + 8..slot + 12].copy_from_slice(&1u32.to_le_bytes());
+            assert_eq!(version(&b, slot), 3, "{kind:?}: this build writes version 3");
+            b[slot + 8..slot + 12].copy_from_slice(&old.to_le_bytes());
             reseal(&mut b[slot..slot + 128]);
         }
         db.write("data.jdb", &b);
@@ -355,7 +356,7 @@ fn a_version_1_database_opens_and_is_upgraded_before_its_first_commit() {
         let env = db.open().unwrap();
         let after = db.read("data.jdb");
         let newest = if revision(&after[..128]) > revision(&after[PS..PS + 128]) { 0 } else { PS };
-        assert_eq!(version(&after, newest), 2, "{kind:?}: upgraded at open");
+        assert_eq!(version(&after, newest), 3, "{kind:?}: version {old} upgraded at open");
         verify(&env, &live);
         env.close().unwrap();
         db.remove();

@@ -309,7 +309,7 @@ const SPECIALS: &[&str] = &[
     "data random",
     "data foreign (SQLite header)",
     "data missing",
-    "header format version 3 (both slots)",
+    "header format version 4 (both slots)",
     "header page size 8192 (slot 0)",
     "header page size 1000 (both slots)",
     "header page size 131072 (both slots)",
@@ -425,8 +425,8 @@ fn apply_special(b: &Base, name: &str, rng: &mut Rng) -> Files {
             let older = PS - s;
             let both = [0, PS];
             match name {
-                "header format version 3 (both slots)" => {
-                    both.iter().for_each(|&o| edit_header(d, o, |h| h[8..12].copy_from_slice(&3u32.to_le_bytes())))
+                "header format version 4 (both slots)" => {
+                    both.iter().for_each(|&o| edit_header(d, o, |h| h[8..12].copy_from_slice(&4u32.to_le_bytes())))
                 }
                 "header page size 8192 (slot 0)" => {
                     edit_header(d, 0, |h| h[12..16].copy_from_slice(&8192u32.to_le_bytes()))
@@ -1011,7 +1011,7 @@ fn corruption_sweep() {
                 | "data zero-filled"
                 | "data random"
                 | "data foreign (SQLite header)" => Some("open: Err(NotADatabase)"),
-                "header format version 3 (both slots)"
+                "header format version 4 (both slots)"
                 | "header page size 1000 (both slots)"
                 | "header page size 131072 (both slots)" => Some("open: Err(IncompatibleFormat)"),
                 "header both slots damaged"

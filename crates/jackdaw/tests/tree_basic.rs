@@ -555,3 +555,120 @@ fn a_read_transaction_switching_between_trees_resolves_each_once() {
         }
     }
 }
+
+/// The bytes of an overflow value past its last full page stay in the leaf when they are at
+/// most a quarter of a page (and the entry fits): a 64 KiB value takes 16 pages, not 17. Every
+/// read path (get, get_into, get_reader, ranges, the write transaction's get) gives back the
+/// whole value, written through the journal or once to the data file, put from a slice or a
+/// reader; overwrites and deletes free exactly the chain's pages; `check()` agrees throughout,
+/// also after a reopen. The expected page counts are worked out here, not read from the engine.
+#[test]
+fn overflow_values_keep_their_last_bytes_in_the_leaf() {
+    let cap = 4096 - 48;
+    let quarter = cap / 4;
+    let long_key = vec![b'k'; 1900];
+    // (key, length, pages of its chain).
+    let sizes: Vec<(Vec<u8>, usize, u64)> = vec![
+        (b"full".to_vec(), cap, 1),                    // one full page, no tail
+        (b"plus1".to_vec(), cap + 1, 1),               // one page and a 1-byte tail
+        (b"k64".to_vec(), 64 << 10, 16),               // 16 pages and a 768-byte tail
+        (b"atq".to_vec(), 2 * cap + quarter, 2),       // the largest tail
+        (b"overq".to_vec(), 2 * cap + quarter + 1, 3), // one byte more: all in pages
+        (b"m8".to_vec(), 8 << 20, 2073),               // a 1,152-byte remainder: all in pages
+        (long_key, 64 << 10, 17),                      // the entry would not fit: all in pages
+        (b"small".to_vec(), 3000, 1),                  // less than a page: one page
+    ];
+    // After the overwrite below: each value half a page shorter.
+    let shorter = |len: usize| len - cap / 2;
+    let short_pages: u64 = [1, 1, 16, 2, 2, 2072, 16, 0].iter().sum(); // "small" goes inline
+    let total_pages: u64 = sizes.iter().map(|s| s.2).sum();
+    let live: u64 = sizes.iter().map(|(k, l, _)| (k.len() + l) as u64).sum();
+    let clean = |env: &Env, ctx: &str| {
+        let r = env.check().unwrap();
+        assert!(r.is_clean(), "{ctx}: {:?}", r.problems);
+        r
+    };
+    for write_once in [usize::MAX, 1] {
+        let dir = TestDb::dir("overflow_tail");
+        let opts = || test_opts().flusher(FlusherMode::Manual).write_once_min_pages(write_once);
+        let env = Env::open(&dir, opts()).unwrap();
+        let mut tx = env.write().unwrap();
+        let t = tx.create_tree("t").unwrap();
+        for (i, (k, len, _)) in sizes.iter().enumerate() {
+            let v = patterned(*len, i as u8);
+            if i % 2 == 0 {
+                tx.put(&t, k, &v).unwrap();
+            } else {
+                tx.put_reader(&t, k, *len as u64, &v[..]).unwrap();
+            }
+            assert!(tx.get(&t, k).unwrap().unwrap().as_ref() == &v[..], "write txn get of {len} bytes");
+        }
+        assert_eq!(tx.tree_stats(&t).unwrap().overflow_pages, total_pages);
+        tx.commit().unwrap();
+        let read_all = |env: &Env, ctx: &str| {
+            let r = env.read().unwrap();
+            let t = r.open_tree("t").unwrap().unwrap();
+            assert_eq!(r.tree_stats(&t).unwrap().overflow_pages, total_pages, "{ctx}");
+            let mut buf = Vec::new();
+            for (i, (k, len, _)) in sizes.iter().enumerate() {
+                let want = patterned(*len, i as u8);
+                let what = format!("{ctx}, write_once_min_pages {write_once}: {len} bytes");
+                assert!(r.get(&t, k).unwrap().unwrap().as_ref() == &want[..], "{what}: get");
+                assert!(r.get_into(&t, k, &mut buf).unwrap());
+                assert!(buf == want, "{what}: get_into");
+                let mut rd = r.get_reader(&t, k).unwrap().unwrap();
+                assert_eq!(rd.remaining(), *len as u64, "{what}: reader length");
+                let mut streamed = Vec::new();
+                // Small reads, so that the step from the chain to the tail falls mid-buffer.
+                let mut chunk = [0u8; 1000];
+                loop {
+                    let n = std::io::Read::read(&mut rd, &mut chunk).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    streamed.extend_from_slice(&chunk[..n]);
+                }
+                assert!(streamed == want, "{what}: get_reader");
+            }
+            let mut seen = 0;
+            for e in r.range(&t, ..).unwrap() {
+                let (k, v) = e.unwrap();
+                let (i, (_, len, _)) = sizes.iter().enumerate().find(|(_, s)| s.0[..] == k[..]).unwrap();
+                assert!(v.as_ref() == &patterned(*len, i as u8)[..], "{ctx}: range");
+                seen += 1;
+            }
+            assert_eq!(seen, sizes.len());
+            assert_eq!(clean(env, ctx).live_bytes, live, "{ctx}: live bytes count each value whole");
+        };
+        read_all(&env, "committed");
+        env.flush().unwrap();
+        read_all(&env, "flushed");
+        env.close().unwrap();
+        drop(env);
+        let env = Env::open(&dir, opts()).unwrap();
+        read_all(&env, "reopened");
+        let in_use = clean(&env, "reopened").pages_in_use;
+        // Overwrite each value by one half a page shorter (another tail, or none, or a page
+        // fewer), then delete them all: the chains' pages are freed.
+        let mut tx = env.write().unwrap();
+        let t = tx.open_tree("t").unwrap().unwrap();
+        for (i, (k, len, _)) in sizes.iter().enumerate() {
+            tx.put(&t, k, patterned(shorter(*len), i as u8 ^ 0x55)).unwrap();
+        }
+        assert_eq!(tx.tree_stats(&t).unwrap().overflow_pages, short_pages);
+        for (i, (k, len, _)) in sizes.iter().enumerate() {
+            assert!(tx.get(&t, k).unwrap().unwrap().as_ref() == &patterned(shorter(*len), i as u8 ^ 0x55)[..]);
+        }
+        tx.commit().unwrap();
+        clean(&env, "overwritten");
+        let mut tx = env.write().unwrap();
+        for (k, _, _) in &sizes {
+            assert!(tx.delete(&t, k).unwrap());
+        }
+        assert_eq!(tx.tree_stats(&t).unwrap().overflow_pages, 0);
+        tx.commit().unwrap();
+        let after = clean(&env, "deleted").pages_in_use;
+        assert!(in_use - after >= total_pages, "deleting freed {} pages of {total_pages}", in_use - after);
+        env.close().unwrap();
+    }
+}

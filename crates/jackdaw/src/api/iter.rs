@@ -34,7 +34,7 @@ pub trait PageReadDyn {
     fn read_run_dyn(
         &self,
         pages: (u64, usize),
-        split: (usize, usize),
+        split: (usize, usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool>;
@@ -53,7 +53,7 @@ impl<T: PageRead> PageReadDyn for T {
     fn read_run_dyn(
         &self,
         pages: (u64, usize),
-        split: (usize, usize),
+        split: (usize, usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
@@ -74,7 +74,7 @@ impl PageRead for dyn PageReadDyn + '_ {
     fn read_run(
         &self,
         pages: (u64, usize),
-        split: (usize, usize),
+        split: (usize, usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
@@ -126,22 +126,18 @@ fn entry<S: Source>(src: &S, c: &TreeCursor, multi: bool) -> Result<Item<S>> {
         let vals = Values::from_stored(src, c.leaf(), flags, v)?;
         return Ok(Item::Group(k, vals));
     }
-    let v = if flags == FLAG_OVERFLOW {
-        let (len, first) = overflow::decode_ref(v)?;
-        overflow_bytes(src, first, len)?
-    } else {
-        src.bytes(v)
-    };
+    let v = if flags == FLAG_OVERFLOW { overflow_bytes(src, &overflow::decode_ref(v)?)? } else { src.bytes(v) };
     Ok(Item::Pair(k, v))
 }
 
-/// An overflow value of `len` bytes from page `first`. A value that fits on one page is a view
-/// of that page, like an inline value (no copy: values of ~1–4 KiB, above the inline limit, are
-/// common); a longer one is copied out of its chain.
-pub(crate) fn overflow_bytes<S: Source>(src: &S, first: u64, len: u64) -> Result<Bytes> {
+/// The overflow value `r` refers to. A value that fits on one page (with no tail in the leaf)
+/// is a view of that page, like an inline value (no copy: values of ~1–4 KiB, above the inline
+/// limit, are common); a longer one is copied out of its chain (and leaf).
+pub(crate) fn overflow_bytes<S: Source>(src: &S, r: &overflow::Ref<'_>) -> Result<Bytes> {
     let p = src.pages();
-    if overflow::pages_for(len, p.page_size()) != 1 {
-        return Ok(Bytes::owned(overflow::read(p, first, len)?));
+    let (len, first) = (r.len, r.first);
+    if !r.tail.is_empty() || overflow::pages_for(len, p.page_size()) != 1 {
+        return Ok(Bytes::owned(overflow::read(p, r)?));
     }
     let page = p.page(first)?;
     let (next, on_page) = overflow::link(page, first)?;

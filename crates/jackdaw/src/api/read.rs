@@ -249,8 +249,8 @@ impl ReadTxn {
         };
         let (flags, v) = f.value()?;
         if flags == FLAG_OVERFLOW {
-            let (len, first) = overflow::decode_ref(v)?;
-            return Ok(Some(super::iter::overflow_bytes(&SnapSource(self.snap.clone()), first, len)?));
+            let r = overflow::decode_ref(v)?;
+            return Ok(Some(super::iter::overflow_bytes(&SnapSource(self.snap.clone()), &r)?));
         }
         Ok(Some(Bytes::mapped(&self.snap, v)))
     }
@@ -271,8 +271,7 @@ impl ReadTxn {
         };
         let (flags, v) = f.value()?;
         if flags == FLAG_OVERFLOW {
-            let (len, first) = overflow::decode_ref(v)?;
-            overflow::read_into(&*self.snap, first, len, out)?;
+            overflow::read_into(&*self.snap, &overflow::decode_ref(v)?, out)?;
         } else {
             out.extend_from_slice(v);
         }
@@ -289,10 +288,12 @@ impl ReadTxn {
         };
         let (flags, v) = f.value()?;
         Ok(Some(if flags == FLAG_OVERFLOW {
-            let (len, first) = overflow::decode_ref(v)?;
-            ValueReader { snap: self.snap.clone(), inline: Vec::new(), pos: 0, next: first, left: len, buf: Vec::new() }
+            let r = overflow::decode_ref(v)?;
+            let (left, next, tail) = (r.chain_len(), r.first, r.tail.to_vec());
+            ValueReader { snap: self.snap.clone(), inline: Vec::new(), pos: 0, next, left, tail, buf: Vec::new() }
         } else {
-            ValueReader { snap: self.snap.clone(), inline: v.to_vec(), pos: 0, next: 0, left: 0, buf: Vec::new() }
+            let (inline, tail) = (v.to_vec(), Vec::new());
+            ValueReader { snap: self.snap.clone(), inline, pos: 0, next: 0, left: 0, tail, buf: Vec::new() }
         }))
     }
 
@@ -372,14 +373,17 @@ pub struct ValueReader {
     inline: Vec<u8>,
     pos: usize,
     next: u64,
+    /// Bytes of the chain not yet read.
     left: u64,
+    /// The value's tail (`overflow::Ref`), read after the chain.
+    tail: Vec<u8>,
     buf: Vec<u8>,
 }
 
 impl ValueReader {
     /// Bytes not yet read.
     pub fn remaining(&self) -> u64 {
-        (self.inline.len() - self.pos) as u64 + self.left
+        (self.inline.len() - self.pos) as u64 + self.left + self.tail.len() as u64
     }
 }
 
@@ -392,7 +396,12 @@ impl std::io::Read for ValueReader {
             return Ok(n);
         }
         if self.left == 0 {
-            return Ok(0);
+            if self.tail.is_empty() {
+                return Ok(0);
+            }
+            self.inline = std::mem::take(&mut self.tail);
+            self.pos = 0;
+            return self.read(out);
         }
         if self.next == 0 {
             return Err(std::io::Error::other(Error::corrupted(None, "overflow chain ends early")));

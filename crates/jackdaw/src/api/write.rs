@@ -298,9 +298,10 @@ impl WriteTxn {
             if inline(key, value.len() as u64, ps) {
                 btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_INLINE, value, t.touched.get_mut())?;
             } else {
-                let (first, n) = overflow::write(&mut t.raw, value)?;
+                let (chain, tail) = value.split_at(value.len() - overflow::tail_len(key, value.len() as u64, ps));
+                let (first, n) = overflow::write(&mut t.raw, chain)?;
                 desc.overflow_pages += n;
-                let r = overflow::encode_ref(value.len() as u64, first);
+                let r = overflow::encode_ref(value.len() as u64, first, tail);
                 btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_OVERFLOW, &r, t.touched.get_mut())?;
             }
             Ok(())
@@ -322,10 +323,13 @@ impl WriteTxn {
             return self.put(tree, key, v);
         }
         let mut desc = self.desc(tree, TreeKind::Plain)?;
+        let tail_len = overflow::tail_len(key, len, ps);
         self.change(|t| {
-            let (first, n) = overflow::write_stream(&mut t.raw, len, &mut reader)?;
+            let (first, n) = overflow::write_stream(&mut t.raw, len - tail_len as u64, &mut reader)?;
+            let mut tail = vec![0u8; tail_len];
+            reader.read_exact(&mut tail).map_err(|e| Error::io("read value from caller's reader", e))?;
             desc.overflow_pages += n;
-            let r = overflow::encode_ref(len, first);
+            let r = overflow::encode_ref(len, first, &tail);
             btree::put(&mut t.raw, &mut desc, t.cache.get_mut(), key, FLAG_OVERFLOW, &r, t.touched.get_mut())
         })?;
         self.store(tree, desc);
@@ -364,12 +368,13 @@ impl WriteTxn {
                 return Ok(None);
             };
             let (flags, v) = f.value()?;
-            Ok(Some(if flags == FLAG_OVERFLOW { Err(overflow::decode_ref(v)?) } else { Ok(v.to_vec()) }))
+            // The reference is copied out of the leaf (the cache's borrow ends here).
+            Ok(Some((flags, v.to_vec())))
         })?;
         match found {
             None => Ok(None),
-            Some(Ok(v)) => Ok(Some(Bytes::owned(v))),
-            Some(Err((len, first))) => Ok(Some(Bytes::owned(overflow::read(&self.raw, first, len)?))),
+            Some((FLAG_OVERFLOW, r)) => Ok(Some(Bytes::owned(overflow::read(&self.raw, &overflow::decode_ref(&r)?)?))),
+            Some((_, v)) => Ok(Some(Bytes::owned(v))),
         }
     }
 

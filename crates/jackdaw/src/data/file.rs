@@ -176,7 +176,7 @@ impl MapState {
         out: &mut Vec<u8>,
         head_ok: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
-        let Split { stride, head, count, tail } = split;
+        let Split { stride, head, count, tail, extra } = split;
         split.check()?;
         if stride != self.page_size {
             return Err(Error::Invalid(format!("copy_run: stride {stride} is not the page size")));
@@ -192,7 +192,7 @@ impl MapState {
             return Err(past.unwrap_or_else(|| Error::corrupted(Some(first), "run past the end")));
         };
         let base = out.len();
-        out.reserve(split.data_len());
+        out.reserve(split.data_len().saturating_add(extra));
         let body = stride - head;
         for (i, p) in run.chunks_exact(stride).enumerate() {
             if !head_ok(i, &p[..head]) {
@@ -235,6 +235,8 @@ pub(crate) struct Split {
     pub head: usize,
     pub count: usize,
     pub tail: usize,
+    /// Bytes to reserve in `out` past the run's (for what the caller appends after it).
+    pub extra: usize,
 }
 
 impl Split {
@@ -597,7 +599,7 @@ mod tests {
             true
         };
         let mut out = vec![7u8; 3];
-        assert!(map.copy_run(2, Split { stride: ps, head, count, tail }, &mut out, &keep).unwrap());
+        assert!(map.copy_run(2, Split { stride: ps, head, count, tail, extra: 0 }, &mut out, &keep).unwrap());
         let mut want = vec![7u8; 3];
         let heads = heads.into_inner();
         assert_eq!(heads.len(), count);
@@ -608,12 +610,12 @@ mod tests {
         }
         assert_eq!(out, want);
         let all = |_: usize, _: &[u8]| true;
-        assert!(!map.copy_run(2, Split { stride: ps, head, count, tail }, &mut out, &|i, _| i < 3).unwrap());
+        assert!(!map.copy_run(2, Split { stride: ps, head, count, tail, extra: 0 }, &mut out, &|i, _| i < 3).unwrap());
         assert_eq!(out, want, "a refused head leaves out as it was");
-        assert!(map.copy_run(6, Split { stride: ps, head, count: 4, tail }, &mut out, &all).is_err());
+        assert!(map.copy_run(6, Split { stride: ps, head, count: 4, tail, extra: 0 }, &mut out, &all).is_err());
         assert_eq!(out, want, "a failed run leaves out as it was");
-        assert!(map.copy_run(0, Split { stride: ps, head, count: 4, tail: ps }, &mut out, &all).is_err());
-        assert!(map.copy_run(0, Split { stride: 512, head, count: 4, tail }, &mut out, &all).is_err());
+        assert!(map.copy_run(0, Split { stride: ps, head, count: 4, tail: ps, extra: 0 }, &mut out, &all).is_err());
+        assert!(map.copy_run(0, Split { stride: 512, head, count: 4, tail, extra: 0 }, &mut out, &all).is_err());
         assert_eq!(out, want);
     }
 }

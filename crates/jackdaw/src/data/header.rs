@@ -9,7 +9,7 @@
 //! ```text
 //! offset size field
 //!      0    8 magic           "JKDWDATA"
-//!      8    4 format_version  2 (1 is read too: see FORMAT.md §8)
+//!      8    4 format_version  3 (1 and 2 are read too: see FORMAT.md §8)
 //!     12    4 page_size
 //!     16    8 revision        incremented by each header write
 //!     24    8 db_id           random at creation; every journal record carries it
@@ -25,11 +25,12 @@
 use crate::{Error, Result};
 
 pub(crate) const MAGIC: &[u8; 8] = b"JKDWDATA";
-pub(crate) const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build opens: a version-1 database differs only in its journal
-/// (every record padded to 4 KiB), which this build reads; opening it to write rewrites the
-/// header with `FORMAT_VERSION` before the first commit, so a build that reads only version 1
-/// never meets a record it would misread.
+/// (every record padded to 4 KiB), a version-2 one in its overflow references (none has a tail,
+/// `tree/overflow.rs`), both of which this build reads; opening one to write rewrites the
+/// header with `FORMAT_VERSION` before the first commit, so an older build never meets a record
+/// or a reference it would misread.
 pub(crate) const OLDEST_READ_VERSION: u32 = 1;
 /// Encoded size of a header.
 pub(crate) const HEADER_LEN: usize = 128;

@@ -399,7 +399,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
             Ok(i) => {
                 let (oflags, oval, _) = Node::new(p).value(i)?;
                 if oflags == FLAG_OVERFLOW {
-                    old_overflow = Some(overflow::decode_ref(oval)?);
+                    old_overflow = Some(overflow::decode_ref(oval)?.chain());
                 }
                 if oflags == flags && oval.len() == val.len() {
                     written = node::set_value_in_place(p, i, val)?;
@@ -429,6 +429,7 @@ pub(crate) fn put<W: PageWrite + ?Sized>(
     Ok(found.is_ok())
 }
 
+/// Free the chain `old` (its bytes in pages and its first page, `overflow::Ref::chain`), if any.
 fn free_old<W: PageWrite + ?Sized>(w: &mut W, desc: &mut TreeDesc, old: Option<(u64, u64)>) -> Result<()> {
     if let Some((len, first)) = old {
         let n = overflow::free(w, first, len)?;
@@ -649,7 +650,7 @@ pub(crate) fn delete<W: PageWrite + ?Sized>(
     };
     let p = w.page_mut(leaf)?;
     let (flags, v, _) = Node::new(p).value(idx)?;
-    let old = if flags == FLAG_OVERFLOW { Some(overflow::decode_ref(v)?) } else { None };
+    let old = if flags == FLAG_OVERFLOW { Some(overflow::decode_ref(v)?.chain()) } else { None };
     node::remove(p, idx)?;
     desc.entries = desc.entries.saturating_sub(1);
     free_old(w, desc, old)?;
@@ -821,7 +822,7 @@ pub(crate) fn free_all<W: PageWrite + ?Sized>(w: &mut W, desc: &TreeDesc) -> Res
             } else {
                 let (flags, v, _) = n.value(i)?;
                 if flags == FLAG_OVERFLOW {
-                    overflows.push(overflow::decode_ref(v)?);
+                    overflows.push(overflow::decode_ref(v)?.chain());
                 } else if flags == node::FLAG_SUBTREE {
                     nested.push(TreeDesc::decode(v)?);
                 }

@@ -268,7 +268,7 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
     fn walk_overflow(&mut self, pg: u64, v: &[u8]) {
         let name = self.name;
         let (len, first) = match overflow::decode_ref(v) {
-            Ok(r) => r,
+            Ok(r) => r.chain(),
             Err(e) => {
                 let what = format!("tree {name}: page {pg}: ");
                 self.problems.push(Problem::from_error(K::TreeOrder, Some(pg), Some(name), &what, &e));
@@ -360,7 +360,7 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
 /// (the values are counted by the nested tree's walk). Damaged values count the key alone.
 fn live_bytes(klen: u64, flags: u8, v: &[u8], multi: bool) -> u64 {
     match flags {
-        FLAG_OVERFLOW if !multi => klen + overflow::decode_ref(v).map_or(0, |(len, _)| len),
+        FLAG_OVERFLOW if !multi => klen + overflow::decode_ref(v).map_or(0, |r| r.len),
         super::multi::FLAG_NESTED if multi => {
             super::multi::decode_list(v).map_or(klen, |vals| vals.iter().map(|x| klen + x.len() as u64).sum())
         }

@@ -133,12 +133,12 @@ fn walk<P: PageRead + ?Sized>(
             }
             let (flags, v, _) = n.value(i)?;
             if flags == FLAG_OVERFLOW {
-                let (len, first) = overflow::decode_ref(v)?;
+                let r = overflow::decode_ref(v)?;
                 out.overflow.push(OverflowChain {
                     leaf: pg,
-                    first,
-                    pages: overflow::pages_for(len, out.page_size),
-                    len,
+                    first: r.first,
+                    pages: overflow::pages_for(r.chain_len(), out.page_size),
+                    len: r.len,
                 });
             } else if multi && flags == multi::FLAG_NESTED {
                 out.nested_lists += 1;

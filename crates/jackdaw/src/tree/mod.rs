@@ -30,12 +30,13 @@ pub(crate) trait PageRead {
     fn page_size(&self) -> usize;
     /// Pages `[first, first + count)` read in one go, when this reader can (`Snapshot::read_run`):
     /// each page's first `head` bytes to `laid_out` (with the page's index in the run), the rest
-    /// (`tail` of the last) appended to `out`. `false`, `out` unchanged, when the reader cannot
-    /// or `laid_out` refuses a head: the caller then reads page by page.
+    /// (`tail` of the last) appended to `out`, with room for `extra` bytes more reserved (what
+    /// the caller appends next). `false`, `out` unchanged, when the reader cannot or `laid_out`
+    /// refuses a head: the caller then reads page by page.
     fn read_run(
         &self,
         _pages: (u64, usize),
-        _split: (usize, usize),
+        _split: (usize, usize, usize),
         _out: &mut Vec<u8>,
         _laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
@@ -76,7 +77,7 @@ impl PageRead for Snapshot {
     fn read_run(
         &self,
         pages: (u64, usize),
-        split: (usize, usize),
+        split: (usize, usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {

@@ -6,11 +6,17 @@
 //!     40    4 len       value bytes on this page
 //!     44    4 reserved
 //!     48    . data
-//! leaf value of an overflow entry: total_len u64 | first_page u64
+//! leaf value of an overflow entry: total_len u64 | first_page u64 | tail (0 or more bytes)
 //! ```
 //! Traversals are bounded by the length the leaf records, so a cycle or a wrong link is
 //! `Corrupted`, never a hang.
+//!
+//! Invariant: the chain holds the value's first `total_len - tail.len()` bytes and the leaf its
+//! last `tail.len()` (`tail_len`: the bytes past the last full page, kept in the leaf when they
+//! are at most a quarter of a page; format version 3). A value of 64 KiB then takes 16 pages
+//! and 768 bytes of a leaf instead of 17 pages, the last nearly empty.
 
+use super::node::{self, OVERFLOW_REF};
 use super::{PageRead, PageWrite};
 use crate::data::page::{self, PageKind, PAGE_HEADER};
 use crate::{Error, Result};
@@ -29,18 +35,64 @@ pub(crate) fn pages_for(len: u64, page_size: usize) -> u64 {
     len.div_ceil(capacity(page_size) as u64).max(1)
 }
 
-pub(crate) fn encode_ref(len: u64, first: u64) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&len.to_le_bytes());
-    b[8..].copy_from_slice(&first.to_le_bytes());
+/// How many of the last bytes of a value of `len` bytes, beside `key`, stay in
+/// the leaf after its chain (the module's invariant): the bytes past the last full page when
+/// there is at least one full page, they are at most a quarter of a page's capacity (so a leaf
+/// still holds four such entries or more) and the entry fits a leaf; else 0 (the chain holds the
+/// whole value, its last page partly filled).
+pub(crate) fn tail_len(key: &[u8], len: u64, page_size: usize) -> usize {
+    let cap = capacity(page_size) as u64;
+    let tail = (len % cap) as usize;
+    let fits = node::leaf_entry_size(key, OVERFLOW_REF + tail) <= node::max_entry(page_size);
+    if len < cap || tail == 0 || tail > cap as usize / 4 || !fits {
+        return 0;
+    }
+    tail
+}
+
+/// An overflow reference as a leaf stores it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ref<'a> {
+    /// The value's length.
+    pub len: u64,
+    /// The chain's first page.
+    pub first: u64,
+    /// The value's last bytes, kept in the leaf.
+    pub tail: &'a [u8],
+}
+
+impl Ref<'_> {
+    /// Bytes of the value in the chain.
+    pub(crate) fn chain_len(&self) -> u64 {
+        self.len - self.tail.len() as u64
+    }
+
+    /// The chain's length and first page, owned.
+    pub(crate) fn chain(&self) -> (u64, u64) {
+        (self.chain_len(), self.first)
+    }
+}
+
+pub(crate) fn encode_ref(len: u64, first: u64, tail: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(OVERFLOW_REF + tail.len());
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(&first.to_le_bytes());
+    b.extend_from_slice(tail);
     b
 }
 
-pub(crate) fn decode_ref(v: &[u8]) -> Result<(u64, u64)> {
-    if v.len() != 16 {
+pub(crate) fn decode_ref(v: &[u8]) -> Result<Ref<'_>> {
+    if v.len() < OVERFLOW_REF {
         return Err(Error::corrupted(None, "overflow reference of the wrong size"));
     }
-    Ok((u64::from_le_bytes(v[..8].try_into().expect("8")), u64::from_le_bytes(v[8..].try_into().expect("8"))))
+    let len = u64::from_le_bytes(v[..8].try_into().expect("8"));
+    let first = u64::from_le_bytes(v[8..16].try_into().expect("8"));
+    let tail = &v[OVERFLOW_REF..];
+    // A tail follows at least one full page of chain (`tail_len`).
+    if !tail.is_empty() && len <= tail.len() as u64 {
+        return Err(Error::corrupted(None, "overflow reference's tail as long as its value"));
+    }
+    Ok(Ref { len, first, tail })
 }
 
 fn set_link(p: &mut [u8], next: u64, len: usize) {
@@ -216,11 +268,18 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
     Ok(seen)
 }
 
-/// Read the whole value.
-pub(crate) fn read<P: PageRead + ?Sized>(p: &P, first: u64, total: u64) -> Result<Vec<u8>> {
+/// Read the whole value (its chain, then its tail).
+pub(crate) fn read<P: PageRead + ?Sized>(p: &P, r: &Ref<'_>) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    read_into(p, first, total, &mut out)?;
+    read_into(p, r, &mut out)?;
     Ok(out)
+}
+
+/// Append the whole value to `out`: its chain (`read_chain_into`), then its tail.
+pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, r: &Ref<'_>, out: &mut Vec<u8>) -> Result<()> {
+    read_chain_into(p, r.first, r.chain_len(), r.tail.len(), out)?;
+    out.extend_from_slice(r.tail);
+    Ok(())
 }
 
 /// Most bytes `read_into` reserves up front, whatever the reference says (1 MiB).
@@ -230,11 +289,13 @@ const RESERVE_MAX: usize = 1 << 20;
 /// `read_run`).
 const RUN_MIN_PAGES: u64 = 8;
 
-/// Append the whole value to `out`, copying each page's bytes once (no intermediate buffer).
-pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out: &mut Vec<u8>) -> Result<()> {
+/// Append the `total` bytes of the chain from `first` to `out`, copying each page's bytes once
+/// (no intermediate buffer), with room for `extra` bytes more (the value's tail, a leaf entry's
+/// worth at most) reserved.
+fn read_chain_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, extra: usize, out: &mut Vec<u8>) -> Result<()> {
     let cap = usize::try_from(total).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
     let n = pages_for(total, p.page_size());
-    if n >= RUN_MIN_PAGES && read_run(p, first, n, cap, out)? {
+    if n >= RUN_MIN_PAGES && read_run(p, (first, n), cap, extra, out)? {
         return Ok(());
     }
     // The length comes from a page: reserve only what a short chain holds and let the walk
@@ -243,7 +304,7 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
     if total > MAX_VALUE_SIZE {
         return Err(Error::corrupted(Some(first), format!("overflow value of {total} bytes, over the maximum")));
     }
-    out.reserve(cap.min(RESERVE_MAX));
+    out.reserve(cap.min(RESERVE_MAX) + extra);
     walk(p, first, total, |_, d| {
         out.extend_from_slice(d);
         Ok(())
@@ -256,16 +317,22 @@ pub(crate) fn read_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, out
 /// data straight into `out`: one `memcpy` per page, no lookup or pointer chase per page), then
 /// checks every header as `walk` would. Returns `false`, with `out` as
 /// it was, when the chain is laid out otherwise: the caller then walks it.
-fn read_run<P: PageRead + ?Sized>(p: &P, first: u64, n: u64, total: usize, out: &mut Vec<u8>) -> Result<bool> {
+fn read_run<P: PageRead + ?Sized>(
+    p: &P,
+    (first, n): (u64, u64),
+    total: usize,
+    extra: usize,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
     let cap = capacity(p.page_size());
     let count = usize::try_from(n).map_err(|_| Error::corrupted(Some(first), "overflow value too large"))?;
-    let tail = total - (count - 1) * cap;
-    p.read_run((first, count), (DATA_AT, tail), out, &|i, h| {
+    let last_len = total - (count - 1) * cap;
+    p.read_run((first, count), (DATA_AT, last_len, extra), out, &|i, h| {
         let pgno = first + i as u64;
         let last = i + 1 == count;
         page::page_no(h) == pgno
             && page::page_kind(h) == Some(PageKind::Overflow)
-            && link_fields(h) == Some(if last { (0, tail) } else { (pgno + 1, cap) })
+            && link_fields(h) == Some(if last { (0, last_len) } else { (pgno + 1, cap) })
     })
 }
 
@@ -280,4 +347,48 @@ pub(crate) fn free<W: PageWrite + ?Sized>(w: &mut W, first: u64, total: u64) -> 
         w.free(*pg)?;
     }
     Ok(pages.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tail rule at 4 KiB and 64 KiB pages: a remainder past at least one full page, of at
+    /// most a quarter page's capacity, in an entry that fits.
+    #[test]
+    fn tails_are_short_remainders_after_full_pages() {
+        for ps in [4096usize, 65536] {
+            let cap = capacity(ps) as u64;
+            let q = cap / 4;
+            let k = b"key";
+            for (len, want) in [
+                (cap - 1, 0),         // no full page
+                (cap, 0),             // no remainder
+                (cap + 1, 1),         // a one-byte tail
+                (3 * cap + q, q),     // the largest
+                (3 * cap + q + 1, 0), // too long
+                (u32::MAX as u64, if (u32::MAX as u64 % cap) <= q { u32::MAX as u64 % cap } else { 0 }),
+            ] {
+                assert_eq!(tail_len(k, len, ps) as u64, want, "page size {ps}, value of {len} bytes");
+            }
+            // An entry that would not fit a leaf keeps no tail.
+            let big_key = vec![0u8; node::max_key_size(ps)];
+            assert_eq!(tail_len(&big_key, cap + 1, ps), 0, "page size {ps}");
+        }
+    }
+
+    #[test]
+    fn references_round_trip_and_damaged_ones_are_corrupted() {
+        let r = encode_ref(5000, 77, b"tail");
+        let d = decode_ref(&r).unwrap();
+        assert_eq!((d.len, d.first, d.tail, d.chain_len(), d.chain()), (5000, 77, &b"tail"[..], 4996, (4996, 77)));
+        let plain = encode_ref(5000, 77, b"");
+        assert_eq!(plain.len(), OVERFLOW_REF, "a reference without a tail is version 2's");
+        let d = decode_ref(&plain).unwrap();
+        assert_eq!((d.len, d.first, d.tail.len()), (5000, 77, 0));
+        // Too short, or a tail as long as the value (no byte left for the chain).
+        assert!(matches!(decode_ref(&r[..15]), Err(Error::Corrupted { .. })));
+        assert!(matches!(decode_ref(&encode_ref(4, 77, b"tail")), Err(Error::Corrupted { .. })));
+        assert!(matches!(decode_ref(&encode_ref(2, 77, b"tail")), Err(Error::Corrupted { .. })));
+    }
 }

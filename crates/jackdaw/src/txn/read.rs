@@ -124,14 +124,14 @@ impl Snapshot {
     pub(crate) fn read_run(
         &self,
         (first, count): (PageNo, usize),
-        (head, tail): (usize, usize),
+        (head, tail, extra): (usize, usize, usize),
         out: &mut Vec<u8>,
         laid_out: &dyn Fn(usize, &[u8]) -> bool,
     ) -> Result<bool> {
         if !self.view().file_run(self.core(), first, count as u64) {
             return Ok(false);
         }
-        let split = crate::data::file::Split { stride: self.core().page_size(), head, count, tail };
+        let split = crate::data::file::Split { stride: self.core().page_size(), head, count, tail, extra };
         let whole = self.view().map.copy_run(first.get(), split, out, laid_out)?;
         if whole {
             self.core().data.run_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
