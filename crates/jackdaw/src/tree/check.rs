@@ -276,7 +276,7 @@ impl<'a, P: PageRead + ?Sized> Walker<'a, P> {
             }
         };
         let (seen, pages, overflows) = (&mut self.seen, &mut *self.pages, &mut self.overflows);
-        let r = overflow::walk(self.p, first, len, |opg, _| {
+        let r = overflow::walk(self.p, (first, len), false, |opg, _| {
             if !seen.insert(opg) {
                 return Err(crate::Error::corrupted(Some(opg), "overflow page reached twice"));
             }

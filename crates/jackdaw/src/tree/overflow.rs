@@ -229,19 +229,22 @@ pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut d
     }
 }
 
-/// Visit the chain's pages in order, checking links against the recorded length.
+/// Visit the chain's pages in order, checking links against the recorded length. With `whole`
+/// (a visit that reads each page's data, not only its link), every line of the next page starts
+/// loading before this one is visited, as a run read does (`MapState::copy_run`).
 pub(crate) fn walk<P: PageRead + ?Sized>(
     p: &P,
-    first: u64,
-    total: u64,
+    (first, total): (u64, u64),
+    whole: bool,
     mut f: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<u64> {
     let ps = p.page_size();
     let expect = pages_for(total, ps);
+    let look = |pg: u64| if whole { p.page_whole(pg) } else { p.page(pg) };
     let mut cur = first;
     let mut seen = 0u64;
     let mut bytes = 0u64;
-    let mut page = if cur != 0 { Some(p.page(cur)?) } else { None };
+    let mut page = if cur != 0 { Some(look(cur)?) } else { None };
     while let Some(this) = page.take() {
         seen += 1;
         if seen > expect {
@@ -251,7 +254,7 @@ pub(crate) fn walk<P: PageRead + ?Sized>(
         // Look the next page up before visiting this one, and start loading its link, so that the
         // cache miss on it overlaps the visit (a copy of this page) instead of following it.
         if next != 0 {
-            let n = p.page(next)?;
+            let n = look(next)?;
             page::prefetch(n, 0);
             page = Some(n);
         }
@@ -305,7 +308,7 @@ fn read_chain_into<P: PageRead + ?Sized>(p: &P, first: u64, total: u64, extra: u
         return Err(Error::corrupted(Some(first), format!("overflow value of {total} bytes, over the maximum")));
     }
     out.reserve(cap.min(RESERVE_MAX) + extra);
-    walk(p, first, total, |_, d| {
+    walk(p, (first, total), true, |_, d| {
         out.extend_from_slice(d);
         Ok(())
     })?;
@@ -339,7 +342,7 @@ fn read_run<P: PageRead + ?Sized>(
 /// Free every page of the chain; returns how many.
 pub(crate) fn free<W: PageWrite + ?Sized>(w: &mut W, first: u64, total: u64) -> Result<u64> {
     let mut pages = Vec::new();
-    walk(w, first, total, |pg, _| {
+    walk(w, (first, total), false, |pg, _| {
         pages.push(pg);
         Ok(())
     })?;
