@@ -82,12 +82,10 @@ pub(crate) fn encode_ref(len: u64, first: u64, tail: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) fn decode_ref(v: &[u8]) -> Result<Ref<'_>> {
-    if v.len() < OVERFLOW_REF {
-        return Err(Error::corrupted(None, "overflow reference of the wrong size"));
-    }
-    let len = u64::from_le_bytes(v[..8].try_into().expect("8"));
-    let first = u64::from_le_bytes(v[8..16].try_into().expect("8"));
-    let tail = &v[OVERFLOW_REF..];
+    let short = || Error::corrupted(None, "overflow reference of the wrong size");
+    let (len, rest) = v.split_first_chunk::<8>().ok_or_else(short)?;
+    let (first, tail) = rest.split_first_chunk::<8>().ok_or_else(short)?;
+    let (len, first) = (u64::from_le_bytes(*len), u64::from_le_bytes(*first));
     // A tail follows at least one full page of chain (`tail_len`).
     if !tail.is_empty() && len <= tail.len() as u64 {
         return Err(Error::corrupted(None, "overflow reference's tail as long as its value"));
