@@ -496,9 +496,10 @@ fn records(db: &Db) -> Vec<Rec> {
     out
 }
 
-/// The state after each of 5 commits: page `a` holds the commit number, and commit i adds a page
-/// holding 100 + i.
-fn journal_states(db: &Db) -> (Env, Vec<BTreeMap<u64, u64>>) {
+/// A crash image (`db`'s files copied as `name` while the `Env` is open: dropping it would flush)
+/// after 5 commits, and the state after each: page `a` holds the commit number, and commit i
+/// adds a page holding 100 + i.
+fn journal_crash_image(db: &Db, name: &str) -> (Db, Vec<BTreeMap<u64, u64>>) {
     let env = db.open().unwrap();
     let mut states = vec![BTreeMap::new()];
     let mut live = BTreeMap::new();
@@ -520,7 +521,7 @@ fn journal_states(db: &Db) -> (Env, Vec<BTreeMap<u64, u64>>) {
     }
     // Manual flusher, Sync commits: the records are durable and only in the journal.
     assert_eq!(env.stats().last_flushed_txid.get(), 0);
-    (env, states)
+    (db.image(name), states)
 }
 
 fn flip_payload(db: &Db, r: &Rec) {
@@ -531,10 +532,7 @@ fn flip_payload(db: &Db, r: &Rec) {
 fn damaged_journal_records() {
     for kind in KINDS {
         let db = Db::new(kind, "jrnl");
-        let (env, states) = journal_states(&db);
-        // The image is taken while the Env is open (dropping it would flush): a crash image.
-        let base = db.image("jrnl-base");
-        drop(env);
+        let (base, states) = journal_crash_image(&db, "jrnl-base");
         let recs = records(&base);
         assert_eq!(recs.iter().map(|r| r.txid).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "{kind:?}: {recs:?}");
         let rec = |t: u64| recs[t as usize - 1].clone();
@@ -624,9 +622,7 @@ fn damaged_journal_records() {
 fn forged_journal_offset_near_u64_max() {
     for kind in KINDS {
         let db = Db::new(kind, "jofs");
-        let (env, states) = journal_states(&db);
-        let base = db.image("jofs-base");
-        drop(env);
+        let (base, states) = journal_crash_image(&db, "jofs-base");
         for forged in [u64::MAX, u64::MAX - 63, u64::MAX - 4095, 1u64 << 63] {
             let img = base.image(&format!("jofs-{forged:x}"));
             img.edit("data.jdb", |b| {
