@@ -78,6 +78,11 @@ pub struct Row {
     /// not reach the engine's pages shows as far less than the database's size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_read_bytes: Option<u64>,
+    /// Cold reads: MB/s of a plain sequential read of the database's files right after the
+    /// timed read and a second drop (`device::read_files_mb_per_sec`): the device's speed for
+    /// these files in this round, against which `mb_per_sec` is judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cold_control_mb_per_sec: Option<f64>,
     /// Of `db_bytes`, the engine's data files (everything its adapter does not call journal:
     /// `Kind::is_journal_file`).
     pub data_bytes: Option<u64>,

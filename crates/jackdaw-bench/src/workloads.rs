@@ -452,14 +452,7 @@ impl Ctx {
         let expected = (0..n).fold(0u64, |a, i| a.wrapping_add(value_sum(vals.get(i))));
         let mut notes = String::new();
         if cold {
-            let how = match self.cold {
-                ColdMethod::Auto => drop_cache(&dir)?,
-                ColdMethod::Fadvise => {
-                    crate::device::sync_all();
-                    crate::device::drop_cache_fadvise(&dir)?;
-                    DropMethod::Fadvise
-                }
-            };
+            let how = self.drop_for_cold(&dir)?;
             self.cold_used = Some(how);
             notes = format!("cache dropped: {}", how.describe());
         }
@@ -508,11 +501,32 @@ impl Ctx {
             row.device_read_bytes = Some(b);
             notes = format!("{notes}; {}", cold_read_note(b, disk_usage(&dir)));
         }
+        if cold {
+            // The control: the same files read plainly after the same drop, this round.
+            self.drop_for_cold(&dir)?;
+            let ctl = crate::device::read_files_mb_per_sec(&dir)?;
+            let db = disk_usage(&dir) as f64;
+            row.mb_per_sec = Some(db / el.as_secs_f64().max(1e-9) / 1e6);
+            row.cold_control_mb_per_sec = Some(ctl);
+            notes = format!("{notes}; {ctl:.0} MB/s for a plain read of the files after a drop (control)");
+        }
         if threads > 1 {
             notes = if notes.is_empty() { format!("{threads} threads") } else { format!("{threads} threads; {notes}") };
         }
         row.notes = notes;
         Ok(row)
+    }
+
+    /// Drop the page cache for a cold read of `dir`, as `--fadvise` / `--no-drop-caches` say.
+    fn drop_for_cold(&self, dir: &Path) -> Result<DropMethod> {
+        Ok(match self.cold {
+            ColdMethod::Auto => drop_cache(dir)?,
+            ColdMethod::Fadvise => {
+                crate::device::sync_all();
+                crate::device::drop_cache_fadvise(dir)?;
+                DropMethod::Fadvise
+            }
+        })
     }
 
     // ---------------------------------------------------------------- multi-transaction fills
