@@ -672,3 +672,64 @@ fn overflow_values_keep_their_last_bytes_in_the_leaf() {
         env.close().unwrap();
     }
 }
+
+/// An overflow page holds its link, its part of the value and zeros after it, never bytes of
+/// an older image: the writer's page buffers are recycled (the pool), and an overflow page is
+/// made without a zeroing pass first (`PageTxn::alloc_page_with`).
+#[test]
+fn overflow_pages_hold_their_bytes_and_zeros_only() {
+    use jackdaw::internals::{tree_layout, PAGE_HEADER};
+    let cap = 4096 - 48;
+    let data_at = PAGE_HEADER + 16;
+    let dir = TestDb::dir("overflow_zeros");
+    let opts = test_opts().flusher(FlusherMode::Manual).write_once_min_pages(usize::MAX);
+    let env = Env::open(&dir, opts).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    // Page images full of 0xEE, superseded and flushed: their buffers go back to the pool.
+    for _ in 0..3 {
+        let mut tx = env.write().unwrap();
+        for i in 0..40u32 {
+            tx.put(&t, i.to_be_bytes(), vec![0xEE; 3 * cap]).unwrap();
+        }
+        tx.commit().unwrap();
+        env.flush().unwrap();
+    }
+    // Values whose last page is partly filled: less than a page, and full pages with a
+    // remainder one byte too long for a tail.
+    let lens = [3000usize, 2 * cap + cap / 4 + 1, cap + 1000];
+    let mut tx = env.write().unwrap();
+    for i in 0..40u32 {
+        tx.delete(&t, i.to_be_bytes()).unwrap();
+    }
+    for (i, len) in lens.iter().enumerate() {
+        tx.put(&t, format!("v{i}"), patterned(*len, i as u8)).unwrap();
+    }
+    tx.commit().unwrap();
+    let r = env.read().unwrap();
+    let layout = tree_layout(&r, &t).unwrap();
+    assert_eq!(layout.overflow.len(), 3);
+    for chain in &layout.overflow {
+        let i = lens.iter().position(|l| *l as u64 == chain.len).expect("a value written above");
+        let want = patterned(lens[i], i as u8);
+        let (mut pgno, mut at) = (chain.first, 0usize);
+        for n in 0..chain.pages {
+            let p = r.page(pgno).unwrap();
+            let next = u64::from_le_bytes(p[PAGE_HEADER..PAGE_HEADER + 8].try_into().unwrap());
+            let len = u32::from_le_bytes(p[PAGE_HEADER + 8..PAGE_HEADER + 12].try_into().unwrap()) as usize;
+            assert_eq!(&p[PAGE_HEADER + 12..data_at], &[0u8; 4], "value {i}, page {n}: the link's padding");
+            assert!(p[data_at..data_at + len] == want[at..at + len], "value {i}, page {n}: its bytes");
+            assert!(p[data_at + len..].iter().all(|b| *b == 0), "value {i}, page {n}: zeros after its bytes");
+            at += len;
+            pgno = next;
+        }
+        // The value of cap + 1000 bytes keeps its last 1,000 in the leaf (a tail).
+        let tail = if lens[i] == cap + 1000 { 1000 } else { 0 };
+        assert_eq!(at + tail, want.len(), "value {i}: the chain holds it, but for its tail");
+        assert_eq!(r.get(&t, format!("v{i}")).unwrap().unwrap().as_ref(), &want[..]);
+    }
+    drop(r);
+    assert!(env.check().unwrap().is_clean());
+    env.close().unwrap();
+}

@@ -51,6 +51,9 @@ pub(crate) trait PageWrite: PageRead {
     /// bytes it changed), so that commit diffs only those (`PageTxn::modify`), and its own result.
     fn modify<R>(&mut self, pgno: u64, f: impl FnOnce(&mut [u8]) -> Result<(node::Written, R)>) -> Result<R>;
     fn alloc(&mut self, kind: PageKind) -> Result<u64>;
+    /// Allocate a page whose bytes past the header are `parts`, one after the other, then zeros
+    /// (`PageTxn::alloc_page_with`).
+    fn alloc_with(&mut self, kind: PageKind, parts: &[&[u8]]) -> Result<u64>;
     fn free(&mut self, pgno: u64) -> Result<()>;
     fn reserve(&mut self) -> Result<u64>;
     /// Seal and write the reserved consecutive pages in `bufs` (from `first` on) to the data
@@ -108,6 +111,9 @@ impl PageWrite for PageTxn {
     }
     fn alloc(&mut self, kind: PageKind) -> Result<u64> {
         self.alloc_page(kind)
+    }
+    fn alloc_with(&mut self, kind: PageKind, parts: &[&[u8]]) -> Result<u64> {
+        self.alloc_page_with(kind, parts)
     }
     fn free(&mut self, pgno: u64) -> Result<()> {
         self.free_page(pgno)

@@ -94,8 +94,13 @@ pub(crate) fn decode_ref(v: &[u8]) -> Result<Ref<'_>> {
 }
 
 fn set_link(p: &mut [u8], next: u64, len: usize) {
-    p[PAGE_HEADER..PAGE_HEADER + 8].copy_from_slice(&next.to_le_bytes());
-    p[PAGE_HEADER + 8..PAGE_HEADER + 12].copy_from_slice(&(len as u32).to_le_bytes());
+    set_link_fields(&mut p[PAGE_HEADER..DATA_AT], next, len);
+}
+
+/// The link fields (next, len) into `f`, the bytes of a page from its header's end to `DATA_AT`.
+fn set_link_fields(f: &mut [u8], next: u64, len: usize) {
+    f[..8].copy_from_slice(&next.to_le_bytes());
+    f[8..12].copy_from_slice(&(len as u32).to_le_bytes());
 }
 
 /// The link fields (next, len) of an overflow page or page head, unchecked; `None` when `p` is
@@ -138,10 +143,11 @@ pub(crate) fn write_dirty<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Res
     let mut first = 0;
     let mut prev: Option<(u64, usize)> = None;
     for c in &chunks {
-        let pg = w.alloc(PageKind::Overflow)?;
-        let p = w.page_mut(pg)?;
-        set_link(p, 0, c.len());
-        p[DATA_AT..DATA_AT + c.len()].copy_from_slice(c);
+        // The link (no next page yet, this page's length) and the bytes, written into the new
+        // page as it is made (no zeroing pass first).
+        let mut link = [0u8; DATA_AT - PAGE_HEADER];
+        set_link_fields(&mut link, 0, c.len());
+        let pg = w.alloc_with(PageKind::Overflow, &[&link, c])?;
         match prev {
             Some((pp, len)) => set_link(w.page_mut(pp)?, pg, len),
             None => first = pg,

@@ -440,20 +440,24 @@ impl PageTable {
     /// A page buffer holding a copy of `src` (a page image: `image_len` bytes), not shared (so
     /// `get_mut` succeeds); from the pool when it has one.
     pub(crate) fn copy_of(&self, src: &[u8]) -> PageBuf {
-        let mut b = self.unshared();
-        if let Some(bytes) = b.get_mut() {
+        self.filled(|bytes| {
             let n = bytes.len().min(src.len());
             debug_assert_eq!(n, src.len(), "a page image of another length");
             bytes[..n].copy_from_slice(&src[..n]);
-        }
-        b
+        })
     }
 
     /// A zeroed page buffer (`image_len` bytes), not shared; from the pool when it has one.
     pub(crate) fn zeroed(&self) -> PageBuf {
+        self.filled(|bytes| bytes.fill(0))
+    }
+
+    /// A page buffer (`image_len` bytes), not shared, from the pool when it has one, whose
+    /// bytes `fill` writes: every one of them (a pooled buffer holds an older image's bytes).
+    pub(crate) fn filled(&self, fill: impl FnOnce(&mut [u8])) -> PageBuf {
         let mut b = self.unshared();
         if let Some(bytes) = b.get_mut() {
-            bytes.fill(0);
+            fill(bytes);
         }
         b
     }

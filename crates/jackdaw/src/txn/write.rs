@@ -276,6 +276,44 @@ impl PageTxn {
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
     /// one at the end of the file.
     pub(crate) fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
+        let pgno = self.alloc_pgno()?;
+        let mut buf = self.core.table.zeroed();
+        page::init(unique(&mut buf)?, pgno, kind);
+        self.add_fresh(pgno, buf);
+        Ok(pgno)
+    }
+
+    /// Allocate a page (as `alloc_page`) whose bytes past the header are `parts`, one after the
+    /// other, then zeros: each byte of the buffer written once, where `alloc_page` zeroes the
+    /// whole page before the caller writes it again (an overflow page: `overflow::write_dirty`).
+    pub(crate) fn alloc_page_with(&mut self, kind: PageKind, parts: &[&[u8]]) -> Result<u64> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.core.page_size - page::PAGE_HEADER {
+            return Err(Error::Invalid(format!("internal: {len} bytes do not fit a page")));
+        }
+        let pgno = self.alloc_pgno()?;
+        let buf = self.core.table.filled(|b| {
+            let mut at = page::PAGE_HEADER;
+            for p in parts {
+                b[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            b[at..].fill(0);
+            page::init(b, pgno, kind);
+        });
+        self.add_fresh(pgno, buf);
+        Ok(pgno)
+    }
+
+    /// A new dirty page of this transaction.
+    fn add_fresh(&mut self, pgno: u64, buf: PageBuf) {
+        self.clock += 1;
+        self.dirty.insert(pgno, Dirty { buf, fresh: true, touched: self.clock, written: None });
+    }
+
+    /// The page number of a page to allocate: a free page if the policy allows, else one at the
+    /// end of the file (after a spill, if the dirty set is at its bound).
+    fn alloc_pgno(&mut self) -> Result<u64> {
         let pgno = match self.core.opts.free_space {
             FreeSpacePolicy::Reuse => match self.take_free()? {
                 Some(p) => p,
@@ -286,10 +324,6 @@ impl PageTxn {
         if self.spill_at > 0 && self.dirty.len() >= self.spill_at {
             self.spill()?;
         }
-        let mut buf = self.core.table.zeroed();
-        page::init(unique(&mut buf)?, pgno, kind);
-        self.clock += 1;
-        self.dirty.insert(pgno, Dirty { buf, fresh: true, touched: self.clock, written: None });
         Ok(pgno)
     }
 
