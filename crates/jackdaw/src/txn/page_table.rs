@@ -454,6 +454,8 @@ impl PageTable {
 
     /// A page buffer (`image_len` bytes), not shared, from the pool when it has one, whose
     /// bytes `fill` writes: every one of them (a pooled buffer holds an older image's bytes).
+    /// Pooled buffers are unshared; were one shared (a bug), `fill` would not run and the
+    /// caller's own `get_mut` would fail.
     pub(crate) fn filled(&self, fill: impl FnOnce(&mut [u8])) -> PageBuf {
         let mut b = self.unshared();
         if let Some(bytes) = b.get_mut() {

@@ -292,7 +292,7 @@ impl PageTxn {
             return Err(Error::Invalid(format!("internal: {len} bytes do not fit a page")));
         }
         let pgno = self.alloc_pgno()?;
-        let buf = self.core.table.filled(|b| {
+        let mut buf = self.core.table.filled(|b| {
             let mut at = page::PAGE_HEADER;
             for p in parts {
                 b[at..at + p.len()].copy_from_slice(p);
@@ -301,6 +301,8 @@ impl PageTxn {
             b[at..].fill(0);
             page::init(b, pgno, kind);
         });
+        // A shared buffer (never filled: a bug) is an error, as in `alloc_page`.
+        unique(&mut buf)?;
         self.add_fresh(pgno, buf);
         Ok(pgno)
     }
