@@ -106,6 +106,10 @@ pub struct Row {
     /// (`--repeat`); the row itself is the median round.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rounds_ops_per_sec: Vec<f64>,
+    /// Cold reads run in more than one round: each round's `cold_control_mb_per_sec`, in the
+    /// same order (a slow round whose control is slow too was the device's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_cold_control_mb_per_sec: Vec<f64>,
 }
 
 /// A failed or skipped engine.
@@ -136,7 +140,8 @@ pub struct Report {
 
 /// One row per (workload, engine), in first-seen order: the engine's median round by ops/s (the
 /// lower middle one of an even count), the same rule for every engine, so that one stall of a
-/// shared machine moves no ratio. Its notes list every round's ops/s.
+/// shared machine moves no ratio. Its notes list every round's ops/s (and, for cold reads, every
+/// round's control).
 pub fn median_rounds(rows: Vec<Row>) -> Vec<Row> {
     let mut groups: Vec<Vec<Row>> = Vec::new();
     for r in rows {
@@ -152,11 +157,17 @@ pub fn median_rounds(rows: Vec<Row>) -> Vec<Row> {
                 return g.remove(0);
             }
             let all: Vec<f64> = g.iter().map(|r| r.ops_per_sec).collect();
+            let controls: Vec<f64> = g.iter().filter_map(|r| r.cold_control_mb_per_sec).collect();
             let mut order: Vec<usize> = (0..g.len()).collect();
             order.sort_by(|a, b| all[*a].total_cmp(&all[*b]));
             let mut m = g.swap_remove(order[(order.len() - 1) / 2]);
             let list: Vec<String> = all.iter().map(|x| si(*x)).collect();
-            let note = format!("median of {} rounds (ops/s: {})", all.len(), list.join(", "));
+            let mut note = format!("median of {} rounds (ops/s: {})", all.len(), list.join(", "));
+            if controls.len() == all.len() {
+                let c: Vec<String> = controls.iter().map(|x| format!("{x:.0}")).collect();
+                note = format!("{note}, their controls (MB/s: {})", c.join(", "));
+                m.rounds_cold_control_mb_per_sec = controls;
+            }
             m.notes = if m.notes.is_empty() { note } else { format!("{}; {note}", m.notes) };
             m.rounds_ops_per_sec = all;
             m
@@ -527,6 +538,13 @@ mod tests {
         assert_eq!(m[0].rounds_ops_per_sec, vec![5.0, 9.0, 7.0]);
         assert!(m[0].notes.starts_with("n; median of 3 rounds"), "{}", m[0].notes);
         assert!(m[2].rounds_ops_per_sec.is_empty() && m[2].notes == "n");
+        assert!(m[0].rounds_cold_control_mb_per_sec.is_empty(), "no controls, none listed");
+        // Cold reads: every round's control is kept, in the rounds' order.
+        let cold = |ops: f64, ctl: f64| Row { cold_control_mb_per_sec: Some(ctl), ..row("c", "x", ops) };
+        let m = median_rounds(vec![cold(4.0, 400.0), cold(8.0, 1400.0), cold(6.0, 1300.0)]);
+        assert_eq!(m[0].ops_per_sec, 6.0);
+        assert_eq!(m[0].rounds_cold_control_mb_per_sec, vec![400.0, 1400.0, 1300.0]);
+        assert!(m[0].notes.ends_with("their controls (MB/s: 400, 1400, 1300)"), "{}", m[0].notes);
     }
 
     #[test]
