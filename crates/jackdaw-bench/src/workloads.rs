@@ -497,16 +497,16 @@ impl Ctx {
         row.device_bytes_per_op = None;
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
+        let db = if cold { disk_usage(&dir) } else { 0 };
         if let Some(b) = fetched {
             row.device_read_bytes = Some(b);
-            notes = format!("{notes}; {}", cold_read_note(b, disk_usage(&dir)));
+            notes = format!("{notes}; {}", cold_read_note(b, db));
         }
         if cold {
             // The control: the same files read plainly after the same drop, this round.
             self.drop_for_cold(&dir)?;
             let ctl = crate::device::read_files_mb_per_sec(&dir)?;
-            let db = disk_usage(&dir) as f64;
-            row.mb_per_sec = Some(db / el.as_secs_f64().max(1e-9) / 1e6);
+            row.mb_per_sec = Some(db as f64 / el.as_secs_f64().max(1e-9) / 1e6);
             row.cold_control_mb_per_sec = Some(ctl);
             notes = format!("{notes}; {ctl:.0} MB/s for a plain read of the files after a drop (control)");
         }
