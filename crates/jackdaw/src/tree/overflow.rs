@@ -181,7 +181,8 @@ pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Re
     let ps = w.page_size();
     let mut chunks = value.chunks(capacity(ps)).peekable();
     let batch = (DIRECT_BATCH_BYTES / ps).max(1);
-    let mut buf = vec![0u8; batch * ps];
+    // No bigger than the value: a 256 KiB value zeroes and fills 256 KiB, not 2 MiB.
+    let mut buf = vec![0u8; batch.min(value.len().div_ceil(capacity(ps))) * ps];
     let first = w.reserve()?;
     let (mut start, mut cur, mut filled, mut n) = (first, first, 0usize, 0u64);
     while let Some(c) = chunks.next() {
