@@ -261,6 +261,43 @@ fn big_sync_commit_writes_pages_once_and_recovers() {
     check_pages(&env, pages);
 }
 
+/// A commit that syncs the data file anyway (a value streamed straight to it) writes its other
+/// fresh pages once too, even fewer than `write_once_min_pages`: they cost no flush of their own
+/// and are not journaled. Recovered from a crash image with nothing flushed.
+#[test]
+fn a_commit_that_syncs_the_data_file_writes_its_few_fresh_pages_once_too() {
+    use jackdaw::internals::MemStorage;
+    use std::sync::Arc;
+    let mem = MemStorage::new();
+    let opts = || test_opts().storage(Arc::new(mem.clone())).flusher(FlusherMode::Manual).write_once_min_pages(16);
+    let dir = std::path::PathBuf::from("/wo-few");
+    let env = Env::open(&dir, opts()).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("v").unwrap();
+    tx.commit().unwrap();
+    // 20 full overflow pages (4,048 bytes each): streamed at put time; 3 more: dirty pages.
+    let big: Vec<u8> = (0..20 * 4048u32).map(|i| (i % 251) as u8).collect();
+    let small: Vec<u8> = (0..3 * 4048u32).map(|i| (i % 241) as u8).collect();
+    let mut tx = env.write().unwrap();
+    tx.put(&t, "big", &big).unwrap();
+    tx.put(&t, "small", &small).unwrap();
+    let st = tx.commit().unwrap();
+    // The 20 + 3 overflow pages and the tree's first leaf: only the catalog's leaf, rewritten
+    // in place, is journaled (a diff).
+    assert_eq!(st.written_once_pages, 24, "the fresh pages were written once with the value: {st:?}");
+    assert!(st.journal_bytes_raw < 4096, "no fresh page image was journaled: {st:?}");
+    let image = mem.deep_clone();
+    env.check().unwrap().into_result().unwrap();
+    drop(env);
+    let env = Env::open(&dir, test_opts().storage(Arc::new(image))).unwrap();
+    let r = env.read().unwrap();
+    let t = r.open_tree("v").unwrap().unwrap();
+    assert_eq!(r.get(&t, "big").unwrap().unwrap().as_ref(), &big[..]);
+    assert_eq!(r.get(&t, "small").unwrap().unwrap().as_ref(), &small[..]);
+    drop(r);
+    env.check().unwrap().into_result().unwrap();
+}
+
 /// Regression: with several commits prepared and waiting for the journal at once (pipelined
 /// commits from many threads), publishing a version must not drop one a snapshot will read when
 /// an earlier transaction becomes visible. Every commit rewrites page `a`, so a snapshot at

@@ -540,7 +540,10 @@ impl PageTxn {
     /// needed by no snapshot (none can reach them) and by no
     /// recovery (no earlier record names them). When there are at least `write_once_min_pages` of
     /// them they go straight to the data file, synced (with any streamed pages) before the
-    /// journal record, which then carries only their checksums. Returns the set written.
+    /// journal record, which then carries only their checksums. Fewer of them go the same way
+    /// when the commit syncs the data file anyway (pages streamed or spilled before it): a page
+    /// written once then costs no device flush of its own, and is not written a second time by
+    /// the flusher. Returns the set written.
     fn write_once_at_commit(&mut self, pgnos: &[u64]) -> Result<HashSet<u64>> {
         let core = &self.core;
         let min = core.opts.write_once_min_pages;
@@ -550,7 +553,8 @@ impl PageTxn {
         } else {
             pgnos.iter().copied().filter(|p| *p >= self.base.next_page.get() && self.dirty[p].fresh).collect()
         };
-        if eligible.len() >= min.max(1) {
+        let syncs_anyway = !self.streamed.is_empty();
+        if !eligible.is_empty() && (eligible.len() >= min || syncs_anyway) {
             // Already sealed by `prepare`.
             self.write_dirty(&eligible, true)?;
             once.extend(eligible);
