@@ -21,7 +21,7 @@
 use super::alloc::{first_set_bit, AllocSummary, Geometry};
 use super::core::{Committed, Core, TxRecord};
 use super::flusher;
-use super::page_table::{PageBuf, PgnoMap};
+use super::page_table::{PageBuf, PgnoMap, PgnoSet};
 use super::read::{PageRef, View};
 use super::Written;
 use crate::data::file::FIRST_FREE_PAGE;
@@ -34,7 +34,6 @@ use crate::options::{Durability, FlusherMode, FreeSpacePolicy};
 use crate::stats::{CommitStats, Counters, PagesByKind};
 use crate::storage::SyncSite;
 use crate::{Error, PageNo, Result, TxId};
-use std::collections::HashSet;
 use std::io::IoSlice;
 use std::sync::Arc;
 
@@ -544,10 +543,10 @@ impl PageTxn {
     /// when the commit syncs the data file anyway (pages streamed or spilled before it): a page
     /// written once then costs no device flush of its own, and is not written a second time by
     /// the flusher. Returns the set written.
-    fn write_once_at_commit(&mut self, pgnos: &[u64]) -> Result<HashSet<u64>> {
+    fn write_once_at_commit(&mut self, pgnos: &[u64]) -> Result<PgnoSet> {
         let core = &self.core;
         let min = core.opts.write_once_min_pages;
-        let mut once = HashSet::new();
+        let mut once = PgnoSet::default();
         let eligible: Vec<u64> = if min == 0 {
             Vec::new()
         } else {
@@ -677,7 +676,7 @@ impl PageTxn {
         &self,
         txid: TxId,
         pgnos: &[u64],
-        once: &HashSet<u64>,
+        once: &PgnoSet,
         kinds: PagesByKind,
     ) -> Result<(Record, CommitStats)> {
         let core = &self.core;
@@ -702,7 +701,7 @@ impl PageTxn {
     /// `finish`), recycle the buffers of the pages written `once`, and record the transaction
     /// in the log, the allocator summary and the prepared position. Nothing here can fail.
     #[inline]
-    fn publish_prepared(&mut self, txid: TxId, pgnos: Vec<u64>, once: &HashSet<u64>) {
+    fn publish_prepared(&mut self, txid: TxId, pgnos: Vec<u64>, once: &PgnoSet) {
         let core = &self.core;
         let versions: Vec<(PageNo, PageBuf)> =
             pgnos.iter().filter_map(|p| self.dirty.remove(p).map(|d| (PageNo::new(*p), d.buf))).collect();
@@ -732,7 +731,7 @@ impl PageTxn {
     fn encode_entries(
         &self,
         pgnos: &[u64],
-        once: &HashSet<u64>,
+        once: &PgnoSet,
         pb: &mut PayloadBuilder,
         each: &mut dyn FnMut(&mut PayloadBuilder) -> Result<()>,
     ) -> Result<()> {
@@ -781,7 +780,7 @@ impl PageTxn {
         &self,
         txid: TxId,
         pgnos: &[u64],
-        once: &HashSet<u64>,
+        once: &PgnoSet,
         kinds: PagesByKind,
     ) -> Result<(Slot, Vec<u8>, CommitStats)> {
         let core = &self.core;
@@ -830,7 +829,7 @@ impl PageTxn {
         count: u32,
         raw_len: u32,
         pgnos: &[u64],
-        once: &HashSet<u64>,
+        once: &PgnoSet,
     ) -> Result<Vec<u8>> {
         let core = &self.core;
         let mut rec = record::StreamedRecord::begin(
