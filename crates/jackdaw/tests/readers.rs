@@ -96,6 +96,53 @@ fn snapshots_on_many_threads_keep_their_state_across_commits_and_flushes() {
     env.close().unwrap();
 }
 
+/// One thread commits and begins snapshots in turn, keeping a random few: a lane rewrites its
+/// epoch in place for the next state when no snapshot holds it (`Readers::begin`), so each
+/// snapshot kept, begun from an epoch later reused or replaced, must still read its own state,
+/// and each new one the last. Seeded (`JACKDAW_SEED` replays it).
+#[test]
+fn snapshots_kept_on_the_committing_thread_keep_their_state() {
+    let mut rng = Rng::new(seed());
+    let dir = tmpdir("readers-epoch");
+    let env = Env::open(&*dir, Options::default().flusher(FlusherMode::Manual)).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.put(&t, "v", 0u64.to_be_bytes()).unwrap();
+    tx.commit().unwrap();
+    let value = |r: &jackdaw::ReadTxn| -> u64 {
+        u64::from_be_bytes(r.get(&t, "v").unwrap().unwrap().as_ref().try_into().unwrap())
+    };
+    let mut kept: Vec<(jackdaw::ReadTxn, u64)> = Vec::new();
+    for i in 1..=600u64 {
+        let mut tx = env.write().unwrap();
+        tx.put(&t, "v", i.to_be_bytes()).unwrap();
+        tx.commit().unwrap();
+        // One to three snapshots of this state (the first makes the lane's epoch for it, the
+        // next ones begin from it), some kept, some dropped at once.
+        for _ in 0..1 + rng.below(3) {
+            let r = env.read().unwrap();
+            assert_eq!(value(&r), i, "a new snapshot after commit {i}");
+            if rng.below(4) == 0 {
+                kept.push((r, i));
+            }
+        }
+        if rng.below(50) == 0 {
+            env.flush().unwrap();
+        }
+        // Drop a random kept snapshot now and then, so epochs are freed in every order.
+        if !kept.is_empty() && rng.below(3) == 0 {
+            kept.swap_remove(rng.below(kept.len() as u64) as usize);
+        }
+        for (r, v) in &kept {
+            assert_eq!(value(r), *v, "snapshot of commit {v}, checked after commit {i}");
+        }
+    }
+    assert!(kept.len() > 10, "too few snapshots kept to prove anything: {}", kept.len());
+    drop(kept);
+    let report = env.check().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
 /// 40 keys with values of 1,500 bytes (two a leaf, so a commit changes some twenty leaves), all
 /// rewritten by every commit in a random order with the commit's number: each snapshot, on four
 /// threads, reads every key at one number, never less than the snapshot before it, and the
