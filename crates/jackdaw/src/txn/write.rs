@@ -275,16 +275,12 @@ impl PageTxn {
     /// Allocate a page (zeroed, header set to `kind`): a free page if the policy allows, else
     /// one at the end of the file.
     pub(crate) fn alloc_page(&mut self, kind: PageKind) -> Result<u64> {
-        let pgno = self.alloc_pgno()?;
-        let mut buf = self.core.table.zeroed();
-        page::init(unique(&mut buf)?, pgno, kind);
-        self.add_fresh(pgno, buf);
-        Ok(pgno)
+        self.alloc_page_with(kind, &[])
     }
 
     /// Allocate a page (as `alloc_page`) whose bytes past the header are `parts`, one after the
-    /// other, then zeros: each byte of the buffer written once, where `alloc_page` zeroes the
-    /// whole page before the caller writes it again (an overflow page: `overflow::write_dirty`).
+    /// other, then zeros: each byte of the buffer written once, where a zeroed page would be
+    /// written again by its caller (an overflow page: `overflow::write_dirty`).
     pub(crate) fn alloc_page_with(&mut self, kind: PageKind, parts: &[&[u8]]) -> Result<u64> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > self.core.page_size - page::PAGE_HEADER {
