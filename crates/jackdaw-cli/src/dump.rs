@@ -127,8 +127,9 @@ struct Header {
 }
 
 /// Read `mdb_dump` text from `r` into `env`; returns the entries loaded. `len` is the input's
-/// length when known (for the progress bar).
-pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64) -> Result<u64> {
+/// length when known (for the progress bar). `committed` counts the entries committed so far
+/// (the load commits every `LOAD_TXN_BYTES`): on an error, those stay in the database.
+pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64, committed: &mut u64) -> Result<u64> {
     let bar = if len > 0 { crate::bar(len, "load") } else { crate::spinner("load") };
     let mut line = Vec::new();
     let mut lineno = 0u64;
@@ -166,6 +167,7 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64)
                 }
                 if let Some(t) = tx.take() {
                     t.commit()?;
+                    *committed = total;
                 }
                 bar.finish_and_clear();
                 if total == 0 && lineno == 0 {
@@ -241,6 +243,7 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64)
             if in_tx >= LOAD_TXN_BYTES {
                 if let Some(full) = tx.take() {
                     full.commit()?;
+                    *committed = total;
                 }
                 let t = env.write()?;
                 handle = t.open_tree(&name)?.ok_or_else(|| anyhow!("tree {name} vanished"))?;

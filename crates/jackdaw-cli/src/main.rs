@@ -210,6 +210,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// A load that failed, with what it leaves said: a load commits every `dump::LOAD_TXN_BYTES`,
+/// so the entries before the failure may stay; a database this load created is removed again,
+/// so that a failed load into a new path leaves nothing behind.
+fn failed_load(e: anyhow::Error, env: Env, db: &Path, created: bool, committed: u64) -> Fail {
+    let mut f = Fail::from(e);
+    let said = jackdaw::report(f.err.as_ref());
+    let left = if created {
+        // Closed first: no thread of it writes into the directory while it goes.
+        let _ = env.close();
+        drop(env);
+        match std::fs::remove_dir_all(db) {
+            Ok(()) => format!("nothing was kept: {} was created for this load and is removed again", db.display()),
+            Err(r) => format!("{} was created for this load; removing it failed ({r})", db.display()),
+        }
+    } else if committed > 0 {
+        format!("the first {committed} entries were loaded before it and stay in {}", db.display())
+    } else {
+        format!("{} is unchanged", db.display())
+    };
+    f.err = anyhow!("{said}; {left}");
+    f
+}
+
 /// Open `db` (read-only unless `write`), with the lock message a person can act on.
 fn open(db: &Path, write: bool, backup: bool) -> Res<Env> {
     if !db.join("data.jdb").exists() && !write {
@@ -329,18 +352,26 @@ fn run(cli: Cli) -> Res<u8> {
             Ok(0)
         }
         Cmd::Load { db, file, tree } => {
-            let env = open(&db, true, false)?;
-            let n = match file {
+            // The input opens before the database, so that a mistyped file name creates nothing.
+            let (input, len): (Box<dyn std::io::BufRead>, u64) = match &file {
                 Some(p) => {
-                    let f = std::fs::File::open(&p).with_context(|| format!("open {}", p.display()))?;
+                    let f = std::fs::File::open(p).with_context(|| format!("open {}", p.display()))?;
                     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                    dump::load(&env, std::io::BufReader::new(f), tree.as_deref(), len)?
+                    (Box::new(std::io::BufReader::new(f)), len)
                 }
-                None => dump::load(&env, std::io::BufReader::new(std::io::stdin().lock()), tree.as_deref(), 0)?,
+                None => (Box::new(std::io::stdin().lock()), 0),
             };
-            env.close()?;
-            eprintln!("jackdaw: loaded {n} entries");
-            Ok(0)
+            let created = !db.exists();
+            let env = open(&db, true, false)?;
+            let mut committed = 0u64;
+            match dump::load(&env, input, tree.as_deref(), len, &mut committed) {
+                Ok(n) => {
+                    env.close()?;
+                    eprintln!("jackdaw: loaded {n} entries");
+                    Ok(0)
+                }
+                Err(e) => Err(failed_load(e, env, &db, created, committed)),
+            }
         }
         Cmd::Get { db, tree, key, hex } => {
             let env = open(&db, false, false)?;

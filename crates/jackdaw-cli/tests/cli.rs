@@ -360,6 +360,60 @@ fn small_commands() {
     assert_eq!(js["trees"][0]["leaf_pages"], 1);
 }
 
+/// A load that fails says what it leaves, and leaves that: a mistyped input file creates no
+/// database; a damaged dump into a new path leaves nothing behind; into an existing database,
+/// the entries of the batches it committed before the damage (a load commits every 32 MiB; the
+/// message gives their count, which the tree must hold) and nothing else.
+#[test]
+fn a_failed_load_says_what_it_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let new = d.path().join("new");
+    let o = jackdaw(&["load", p(&new), "-f", p(&d.path().join("missing.dump"))]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("missing.dump"), "{}", err(&o));
+    assert!(!new.exists(), "a load whose input does not open created {}", new.display());
+
+    // Line 8, a key of an odd number of hex digits.
+    let bad = "VERSION=3\nformat=bytevalue\ndatabase=t\ntype=btree\nHEADER=END\n 61\n 31\n 6\n 32\nDATA=END\n";
+    let o = jackdaw_in(&["load", p(&new)], bad.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("line 8") && err(&o).contains("removed again"), "{}", err(&o));
+    assert!(!new.exists(), "a failed load left the database it created");
+
+    let old = d.path().join("old");
+    ok(&jackdaw(&["put", p(&old), "t", "x", "1"]));
+    let o = jackdaw_in(&["load", p(&old)], bad.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("is unchanged"), "{}", err(&o));
+    assert_eq!(ok(&jackdaw(&["scan", p(&old), "t"])), "x\t1\n");
+
+    // 40 values of 1 MiB, then a key without a value: more than one batch was committed.
+    let mut big = String::from("VERSION=3\nformat=bytevalue\ndatabase=t\ntype=btree\nHEADER=END\n");
+    let value: String = "ab".repeat(1 << 20);
+    for i in 0..40 {
+        big.push_str(&format!(" {}\n {value}\n", hex(format!("k{i:02}").as_bytes())));
+    }
+    big.push_str(" 7a\nDATA=END\n");
+    let o = jackdaw_in(&["load", p(&old)], big.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let msg = err(&o);
+    let n: usize = msg
+        .split("the first ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the entries kept in {msg:?}"));
+    assert!(n > 0 && n < 40, "{n} entries said kept of 40: {msg}");
+    let keys = ok(&jackdaw(&["scan", p(&old), "t", "--keys-only"]));
+    let want: String = (0..n).map(|i| format!("k{i:02}\n")).chain(["x\n".to_string()]).collect();
+    assert_eq!(keys, want, "the database holds other entries than the message says");
+    ok(&jackdaw(&["check", p(&old)]));
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 #[test]
 fn tree_picture_as_text_and_svg() {
     let d = tempfile::tempdir().unwrap();
