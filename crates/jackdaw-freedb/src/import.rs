@@ -276,13 +276,35 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
         stage.parsed = parsed;
         stage.parse_secs = (parse_end - start).as_secs_f64();
         w
-    })?;
+    });
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => return Err(with_what_stays(e, &db, source, dir)),
+    };
     stage.written = written;
     stage.write_secs = start.elapsed().as_secs_f64();
     for b in [&b_read, &b_parse, &b_write] {
         b.finish();
     }
     finish(&db, &ix, &mark, stage, start, &window, started_at)
+}
+
+/// An import that stopped on an error (a damaged archive, a failed commit), with what the
+/// database holds of it said: the albums its committed batches hold, as its import mark counts
+/// them, and how to go on from there.
+fn with_what_stays(e: anyhow::Error, db: &Db, source: &Path, dir: &Path) -> anyhow::Error {
+    let kept = db.env.read().ok().and_then(|r| db.mark(&r).ok().flatten()).map_or(0, |m| m.albums);
+    if kept == 0 {
+        return e;
+    }
+    anyhow::anyhow!(
+        "{}; the {kept} albums before it are imported into {}: `freedb import --resume {} {}` continues after \
+         them once the source reads to its end",
+        jackdaw::report(e.as_ref()),
+        dir.display(),
+        source.display(),
+        dir.display()
+    )
 }
 
 #[derive(Default)]

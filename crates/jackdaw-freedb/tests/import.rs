@@ -223,6 +223,9 @@ fn a_damaged_archive_is_an_error_and_the_import_is_not_marked_done() {
     let mark = d.mark(&r).unwrap().expect("what was read is committed");
     assert!(!mark.done);
     assert!(mark.albums > 0 && (mark.albums as usize) < want.len());
+    // The message says what stays, with the import mark's count, and how to go on.
+    assert!(msg.contains(&format!("the {} albums before it are imported", mark.albums)), "{msg}");
+    assert!(msg.contains("freedb import --resume"), "{msg}");
     drop(r);
     d.env.close().unwrap();
     drop(d);
