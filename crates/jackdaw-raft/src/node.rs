@@ -400,7 +400,10 @@ impl Client {
                     continue;
                 }
                 Ok(Reply::NotLeader(_)) => {
-                    last_err = format!("{target}: not the leader, no leader known");
+                    last_err = format!(
+                        "{target}: not the leader, no leader known (an election that did not end in time, or a \
+                         cluster never formed: `jackdaw-raft init --nodes ...` forms it once)"
+                    );
                 }
                 Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
                 Err(e) => last_err = e,

@@ -104,6 +104,8 @@ fn a_node_by_hand_and_its_locked_data_directory() {
         exe().args(["serve", "--id", "1", "--addr", &other, "--data"]).arg(dir.path()).output().unwrap(),
         "open in another Env",
     );
+    // Before `init`, a write finds no leader and says how a cluster is formed.
+    fails_with(exe().args(["put", "--wait", "1", "--nodes", &addr, "k", "v"]).output().unwrap(), "jackdaw-raft init");
     assert!(exe().args(["init", "--nodes", &addr]).output().unwrap().status.success());
     let put = exe().args(["put", "--nodes", &addr, "album", "Ten"]).output().unwrap();
     assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
