@@ -170,6 +170,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     }
     let source_name = source.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     crate::input::source_kind(source)?;
+    let created = !dir.exists();
     let db = Db::open(dir)?;
     let r = db.env.read()?;
     let prior = db.mark(&r)?;
@@ -279,7 +280,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     });
     let written = match written {
         Ok(w) => w,
-        Err(e) => return Err(with_what_stays(e, &db, source, dir)),
+        Err(e) => return Err(with_what_stays(e, db, created, source, dir)),
     };
     stage.written = written;
     stage.write_secs = start.elapsed().as_secs_f64();
@@ -291,11 +292,22 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
 
 /// An import that stopped on an error (a damaged archive, a failed commit), with what the
 /// database holds of it said: the albums its committed batches hold, as its import mark counts
-/// them, and how to go on from there.
-fn with_what_stays(e: anyhow::Error, db: &Db, source: &Path, dir: &Path) -> anyhow::Error {
+/// them, and how to go on from there. A database this import `created` that holds none is
+/// removed again, so that a failed import into a new path leaves nothing behind.
+fn with_what_stays(e: anyhow::Error, db: Db, created: bool, source: &Path, dir: &Path) -> anyhow::Error {
     let kept = db.env.read().ok().and_then(|r| db.mark(&r).ok().flatten()).map_or(0, |m| m.albums);
     if kept == 0 {
-        return e;
+        if !created {
+            return e;
+        }
+        // Closed first: no thread of it writes into the directory while it goes.
+        let _ = db.env.close();
+        drop(db);
+        let left = match std::fs::remove_dir_all(dir) {
+            Ok(()) => format!("nothing was kept: {} was created for this import and is removed again", dir.display()),
+            Err(r) => format!("{} was created for this import; removing it failed ({r})", dir.display()),
+        };
+        return anyhow::anyhow!("{}; {left}", jackdaw::report(e.as_ref()));
     }
     anyhow::anyhow!(
         "{}; the {kept} albums before it are imported into {}: `freedb import --resume {} {}` continues after \

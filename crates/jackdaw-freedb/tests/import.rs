@@ -234,7 +234,7 @@ fn a_damaged_archive_is_an_error_and_the_import_is_not_marked_done() {
 }
 
 #[test]
-fn a_source_that_cannot_be_read_leaves_no_import_mark() {
+fn a_source_that_cannot_be_read_leaves_no_import_mark_and_no_new_database() {
     let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     // Not a tar archive at all (a text file under a tar name): nothing can be read from it.
@@ -245,6 +245,12 @@ fn a_source_that_cannot_be_read_leaves_no_import_mark() {
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(msg.contains("junk.tar") && msg.contains("not a tar archive"), "{msg}");
+    // Into a new path, nothing is left behind.
+    assert!(msg.contains("removed again") && !db.exists(), "{msg}");
+    // Into a directory that was there, the database stays, without an import mark.
+    std::fs::create_dir(&db).unwrap();
+    let out = Command::new(EXE).args(["import", "-q"]).arg(&junk).arg(&db).output().unwrap();
+    assert!(!out.status.success());
     {
         let d = Db::open_existing(&db).unwrap();
         let r = d.env.read().unwrap();
