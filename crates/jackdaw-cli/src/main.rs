@@ -213,13 +213,15 @@ fn main() -> ExitCode {
 /// A load that failed, with what it leaves said: a load commits every `dump::LOAD_TXN_BYTES`,
 /// so the entries before the failure may stay; a database this load created is removed again,
 /// so that a failed load into a new path leaves nothing behind.
-fn failed_load(e: anyhow::Error, env: Env, db: &Path, created: bool, committed: u64) -> Fail {
-    let mut f = Fail::from(e);
+/// `env` is `None` when the open itself failed (a low descriptor limit can fail it after the
+/// database's files were made).
+fn failed_load(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committed: u64) -> Fail {
     let said = jackdaw::report(f.err.as_ref());
     let left = if created {
         // Closed first: no thread of it writes into the directory while it goes.
-        let _ = env.close();
-        drop(env);
+        if let Some(env) = env {
+            let _ = env.close();
+        }
         match std::fs::remove_dir_all(db) {
             Ok(()) => format!("nothing was kept: {} was created for this load and is removed again", db.display()),
             Err(r) => format!("{} was created for this load; removing it failed ({r})", db.display()),
@@ -362,7 +364,7 @@ fn run(cli: Cli) -> Res<u8> {
                 None => (Box::new(std::io::stdin().lock()), 0),
             };
             let created = !db.exists();
-            let env = open(&db, true, false)?;
+            let env = open(&db, true, false).map_err(|f| failed_load(f, None, &db, created, 0))?;
             let mut committed = 0u64;
             match dump::load(&env, input, tree.as_deref(), len, &mut committed) {
                 Ok(n) => {
@@ -370,7 +372,7 @@ fn run(cli: Cli) -> Res<u8> {
                     eprintln!("jackdaw: loaded {n} entries");
                     Ok(0)
                 }
-                Err(e) => Err(failed_load(e, env, &db, created, committed)),
+                Err(e) => Err(failed_load(Fail::from(e), Some(env), &db, created, committed)),
             }
         }
         Cmd::Get { db, tree, key, hex } => {

@@ -379,6 +379,11 @@ fn a_failed_load_says_what_it_kept() {
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     assert!(err(&o).contains("line 8") && err(&o).contains("removed again"), "{}", err(&o));
     assert!(!new.exists(), "a failed load left the database it created");
+    // An open that fails after making the database's files (six descriptors): nothing left.
+    let sh = format!("ulimit -n 6; exec {} load {}", env!("CARGO_BIN_EXE_jackdaw"), p(&new));
+    let o = run("sh", &["-c", &sh], Some(bad.as_bytes()));
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("removed again") && !new.exists(), "{}", err(&o));
 
     let old = d.path().join("old");
     ok(&jackdaw(&["put", p(&old), "t", "x", "1"]));
