@@ -46,9 +46,6 @@ pub(crate) mod check;
 pub(crate) mod close;
 pub(crate) mod core;
 pub(crate) mod flusher;
-// Not wired into transactions yet (issue 21 lands piece by piece): only its unit tests use it.
-#[allow(dead_code)]
-pub(crate) mod overlay;
 pub(crate) mod page_table;
 pub(crate) mod read;
 pub(crate) mod readers;
