@@ -16,7 +16,7 @@ mod fault;
 
 use common::tmpdir;
 use fault::inject::{Call, FaultStorage};
-use jackdaw::internals::MemStorage;
+use jackdaw::internals::{FsStorage, MemStorage, OpenMode, Storage};
 use jackdaw::{Durability, Env, Error, FlusherMode, Options};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,6 +135,41 @@ fn a_full_disk_fails_the_commit_that_needs_room_and_the_next_one_succeeds() {
     }
 }
 
+/// The background flusher grows the data file ahead of the writer only into room to spare
+/// (`flusher::grow_ahead`): with less than twice its step free it does not try (a growth that
+/// does not fit takes every free block until it fails, and a commit needing a journal file
+/// meanwhile met a full disk on the small tmpfs below); with room, it grows as before.
+#[test]
+fn the_flusher_grows_ahead_only_into_room_to_spare() {
+    let fs = FaultStorage::new(MemStorage::new(), None);
+    let opts = Options::default()
+        .storage(Arc::new(fs.clone()))
+        .flush_threshold_bytes(1 << 40)
+        .flush_idle(std::time::Duration::from_secs(3600));
+    let env = Env::open(DIR, opts).unwrap();
+    let file_pages = |env: &Env| env.stats().data_file_bytes / env.stats().page_size as u64;
+    // One commit of a ~80 MB value written straight to the data file: its high-water mark ends
+    // past 7/8 of the file, so the flusher is woken to grow it by a step (`grow_step`: an eighth
+    // of a file this size; basic.rs shows it does when nothing stops it).
+    fs.set_space_free(Some(0));
+    commit(&env, 0, 1, 20000 * 4096, Durability::Sync).unwrap();
+    let before = file_pages(&env);
+    let step = (before / 8).max(before.min(2048));
+    let high = env.stats().next_page;
+    assert!(high * 8 > before * 7, "the commit leaves the file past 7/8 ({high} of {before} pages)");
+    fs.set_space_free(Some(2 * step * 4096 - 1));
+    // The flusher wakes at least every 250 ms while the growth is due.
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert_eq!(file_pages(&env), before, "no growth ahead with less than twice the step free");
+    fs.set_space_free(Some(2 * step * 4096));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while file_pages(&env) == before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(file_pages(&env), before + step, "with twice the step free, the flusher grows the file by it");
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
 /// A tmpfs mounted for the test, unmounted on drop.
 struct Mount(PathBuf);
 
@@ -195,11 +230,23 @@ fn a_full_small_file_system_loses_nothing_and_recovers_when_space_is_freed() {
     println!("disk full at commit {at_commit} ({acked} keys acknowledged): {e}");
     assert!(e.is_disk_full(), "the failure is a full disk, not {e}");
     assert!(!matches!(e, Error::Poisoned(_)));
+    // The file system's own count, through the storage the engine uses: what the flusher's
+    // growth ahead checks before it tries (twice its step: none here, where the file's step is
+    // several MiB).
+    let data = FsStorage.open(&dir.join("data.jdb"), OpenMode::ReadWrite).unwrap();
+    let free = |what: &str| data.space_free().unwrap().unwrap_or_else(|| panic!("no free space known {what}"));
+    let full_free = free("on a full disk");
+    assert!(full_free < 1 << 20, "{full_free} bytes free on the full disk");
     std::fs::remove_file(&ballast).unwrap();
-    // Room again: the next commits succeed (the one that failed wrote nothing). The background
-    // flusher may take the freed space first: it grows the data file for the pages the journal
-    // holds, and only then retires journal files, giving more back. A commit that meets the full
-    // disk in that window fails alone (CI saw it once in ~7 runs); after a flush it must succeed.
+    let freed = free("after the ballast went");
+    assert!(freed >= full_free + (4 << 20), "{freed} bytes free once the 4 MiB ballast is gone");
+    drop(data);
+    // Room again: the next commits succeed (the one that failed wrote nothing). CI once saw the
+    // first of them meet a full disk again: the flusher's growth ahead of the writer, tried at
+    // every wake-up, took every free block until it failed (a tmpfs allocates page by page, then
+    // gives them back), and a journal file made meanwhile found none. The growth ahead now needs
+    // twice its step free. Should another such window remain, a commit that meets the full disk
+    // is tried again after a flush (at most twice, printed), and any other error fails the test.
     let mut after = acked;
     for i in 0..10u64 {
         let first = 1_000_000 + i * 40;

@@ -311,6 +311,12 @@ impl DataFile {
         self.len.load(Ordering::Acquire)
     }
 
+    /// Bytes the file system can still give the file (`StorageFile::space_free`); `None` when
+    /// unknown or when asking fails.
+    pub(crate) fn space_free(&self) -> Option<u64> {
+        self.file.space_free().ok().flatten()
+    }
+
     /// The current mapping (covers every page of every committed state).
     pub(crate) fn map(&self) -> Arc<MapState> {
         self.map.read().clone()

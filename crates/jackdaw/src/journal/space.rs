@@ -126,7 +126,15 @@ impl Spare {
         let (s, c, p, st) = (storage.clone(), counters.clone(), path.clone(), stop.clone());
         let job = thread::Builder::new()
             .name("jackdaw-journal-spare".into())
-            .spawn(move || write_zeroed(&*s, &c, &p, len, Some(&st)))
+            .spawn(move || {
+                let r = write_zeroed(&*s, &c, &p, len, Some(&st));
+                if r.is_err() {
+                    // Its blocks go back now, not at the next rotation: on a full disk they are
+                    // what the next commit needs (best effort; `wait` and the next open retry).
+                    let _ = s.remove(&p);
+                }
+                r
+            })
             .ok()?;
         Some(Spare { path, len, stop, job })
     }

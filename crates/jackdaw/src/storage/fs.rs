@@ -251,6 +251,9 @@ impl StorageFile for FsFile {
     fn allocate(&self, len: u64) -> io::Result<()> {
         sys::fallocate(&self.file, len)
     }
+    fn space_free(&self) -> io::Result<Option<u64>> {
+        sys::space_free(&self.file).map(Some)
+    }
     fn sync_data(&self, _site: SyncSite) -> io::Result<()> {
         self.file.sync_data()
     }

@@ -188,6 +188,12 @@ pub trait StorageFile: Send + Sync {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Reserve blocks up to `len` (extends the file); a full disk fails here, not later.
     fn allocate(&self, len: u64) -> io::Result<()>;
+    /// Bytes the file system holding this file can still give it (`fstatvfs`: blocks available
+    /// to an unprivileged writer × fragment size), or `None` when unknown (the default: storage
+    /// without a file system under it).
+    fn space_free(&self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
     fn sync_data(&self, site: SyncSite) -> io::Result<()>;
     fn sync_all(&self, site: SyncSite) -> io::Result<()>;
     /// Start writing back `[offset, offset + len)` to the device, first waiting for the writeback

@@ -101,6 +101,22 @@ pub(crate) fn fallocate(file: &File, len: u64) -> io::Result<()> {
     }
 }
 
+/// Bytes the file system holding `file` can still give an unprivileged writer (`fstatvfs`).
+pub(crate) fn space_free(file: &File) -> io::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `st` is a valid place for the one struct the call fills; the fd is owned.
+    let r = unsafe { libc::fstatvfs(file.as_raw_fd(), st.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the call succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    // The field types differ between targets (`u64` and `i64` here): casts, not conversions.
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, size) = (st.f_bavail as u64, st.f_frsize as u64);
+    Ok(blocks.saturating_mul(size))
+}
+
 /// `image` (a page version in the page table), borrowed for as long as `keeper` lives.
 ///
 /// Sound by the page table's invariant 5 (`txn/page_table.rs`), which the caller upholds:

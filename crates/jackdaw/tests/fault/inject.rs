@@ -111,6 +111,8 @@ struct Inner {
     healed: std::sync::atomic::AtomicBool,
     /// `DiskFull` on every call it applies to (`set_disk_full`), besides the plan.
     full: std::sync::atomic::AtomicBool,
+    /// What every file says of the free space (`set_space_free`); `None`: the inner storage's.
+    space_free: Mutex<Option<u64>>,
 }
 
 #[derive(Clone)]
@@ -142,6 +144,7 @@ impl FaultStorage {
                 reads: Mutex::new(Vec::new()),
                 healed: std::sync::atomic::AtomicBool::new(false),
                 full: std::sync::atomic::AtomicBool::new(false),
+                space_free: Mutex::new(None),
             }),
         }
     }
@@ -159,6 +162,11 @@ impl FaultStorage {
     pub fn heal(&self) {
         self.st.healed.store(true, Ordering::SeqCst);
         self.st.full.store(false, Ordering::SeqCst);
+    }
+    /// From now on every file reports `bytes` free (`StorageFile::space_free`); `None` leaves it
+    /// to the inner storage (which does not know).
+    pub fn set_space_free(&self, bytes: Option<u64>) {
+        *self.st.space_free.lock().unwrap() = bytes;
     }
     /// From now on, until `heal`, the disk is full (`Fault::DiskFull`).
     pub fn set_disk_full(&self) {
@@ -334,6 +342,12 @@ impl StorageFile for FaultFile {
     fn allocate(&self, len: u64) -> io::Result<()> {
         self.simple(Call::Allocate)?;
         self.f.allocate(len)
+    }
+    fn space_free(&self) -> io::Result<Option<u64>> {
+        match *self.s.st.space_free.lock().unwrap() {
+            Some(v) => Ok(Some(v)),
+            None => self.f.space_free(),
+        }
     }
     fn sync_data(&self, site: SyncSite) -> io::Result<()> {
         self.simple(Call::Sync)?;
