@@ -170,6 +170,34 @@ fn the_flusher_grows_ahead_only_into_room_to_spare() {
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
 }
 
+/// A commit that grows the data file asks for its growth step only when the file system says it
+/// has room for it, else for exactly what it needs (`DataFile::ensure_pages_lazy`): no
+/// `fallocate` that fails after taking every free block.
+#[test]
+fn a_commit_grows_the_file_by_what_it_needs_when_the_step_does_not_fit() {
+    let fs = FaultStorage::new(MemStorage::new(), None);
+    let opts = Options::default().storage(Arc::new(fs.clone())).flusher(FlusherMode::Manual);
+    let env = Env::open(DIR, opts).unwrap();
+    let file_bytes = |env: &Env| env.stats().data_file_bytes;
+    // Room to spare: a value of 100 pages written once grows the 64-page file by a step (to 256
+    // pages: the file doubles, or goes to what it needs if that is further).
+    commit(&env, 0, 1, 100 * 4096, Durability::Sync).unwrap();
+    let grown = file_bytes(&env);
+    let need = env.stats().next_page * 4096;
+    assert!(grown > need, "with room to spare the file grows past its need ({grown} bytes, {need} needed)");
+    // Now the file system reports room for 64 pages past the end, not for a step (256 pages),
+    // and the next value ends ~8 pages past the end.
+    let allocs = |fs: &FaultStorage| fs.calls().iter().filter(|c| **c == Call::Allocate).count();
+    let before = allocs(&fs);
+    fs.set_space_free(Some(64 * 4096));
+    commit(&env, 1, 1, (grown - need) as usize + 8 * 4096, Durability::Sync).unwrap();
+    let need = env.stats().next_page * 4096;
+    assert!(need > grown && need <= grown + 64 * 4096, "the value ends past the file ({need} bytes, file {grown})");
+    assert_eq!(file_bytes(&env), need, "exactly what the commit needs when the step does not fit");
+    assert_eq!(allocs(&fs) - before, 1, "one fallocate, none that would fail");
+    env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
+}
+
 /// A tmpfs mounted for the test, unmounted on drop.
 struct Mount(PathBuf);
 

@@ -346,9 +346,17 @@ impl DataFile {
     pub(crate) fn ensure_pages_lazy(&self, pages: u64) -> Result<()> {
         let ps = self.page_size as u64;
         let need = pages.checked_mul(ps).ok_or_else(|| Error::Invalid("database too large".into()))?;
+        // A step the file system says it cannot give is not tried: a failing `fallocate` takes
+        // every free block before it gives them back, and a journal file made meanwhile (the
+        // spare's thread) would meet a full disk.
         let step = |cur: u64| {
             let cur_pages = cur / ps;
-            cur_pages.saturating_add(grow_step(cur_pages)).max(pages).saturating_mul(ps)
+            let to = cur_pages.saturating_add(grow_step(cur_pages)).max(pages).saturating_mul(ps);
+            if self.space_free().is_some_and(|free| to.saturating_sub(cur) > free) {
+                need
+            } else {
+                to
+            }
         };
         match self.grow(need, step) {
             Err(e) if e.is_disk_full() => self.grow(need, |_| need),
