@@ -293,6 +293,9 @@ fn a_full_small_file_system_loses_nothing_and_recovers_when_space_is_freed() {
     }
     env.check().and_then(jackdaw::CheckReport::into_result).unwrap();
     env.close().unwrap();
+    // A closed handle keeps its files open until dropped (snapshots may still read the map): drop
+    // it, or the file system under it cannot be unmounted at the end.
+    drop(env);
     let env = Env::open(&dir, opts).unwrap();
     let r = env.read().unwrap();
     let t = r.open_tree("t").unwrap().unwrap();
