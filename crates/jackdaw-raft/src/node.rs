@@ -279,10 +279,18 @@ pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&cfg.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", cfg.addr))?;
-    let data = cfg.data.clone();
-    let (log, sm) = tokio::task::spawn_blocking(move || open_stores(&data))
-        .await?
-        .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.data.display()))?;
+    let (data, id) = (cfg.data.clone(), cfg.id);
+    let (log, sm) = tokio::task::spawn_blocking(move || {
+        let (log, sm) = open_stores(&data)?;
+        if let Err(e) = log.claim(id) {
+            let _ = log.close();
+            let _ = sm.close();
+            return Err(e);
+        }
+        Ok((log, sm))
+    })
+    .await?
+    .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.data.display()))?;
     let config = Arc::new(raft_config(cfg.snapshot_logs).validate()?);
     let shared = sm.shared();
     let raft = Raft::new(cfg.id, config, Network::new(), log.clone(), sm.clone()).await?;

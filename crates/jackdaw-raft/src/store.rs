@@ -27,6 +27,7 @@ const K_COMMITTED: &[u8] = b"committed";
 const K_PURGED: &[u8] = b"purged";
 const K_APPLIED: &[u8] = b"applied";
 const K_MEMBERSHIP: &[u8] = b"membership";
+const K_NODE: &[u8] = b"node";
 
 fn any(e: impl std::fmt::Display) -> AnyError {
     AnyError::error(e.to_string())
@@ -125,6 +126,20 @@ impl LogStore {
     pub fn close(&self) -> jackdaw::Result<()> {
         self.inner.syncer.lock().unwrap().take();
         self.inner.env.close()
+    }
+
+    /// Tie this log to node `id`: the first claim records it (durably); a later one by another id
+    /// is refused. A node's vote and log are its own: the same files served under another id
+    /// would let one history vote twice, which Raft's safety rests on never happening.
+    pub fn claim(&self, id: NodeId) -> Result<(), String> {
+        match self.get_meta::<NodeId>(K_NODE)? {
+            Some(owner) if owner == id => Ok(()),
+            Some(owner) => Err(format!(
+                "this data directory belongs to node {owner}: start it with --id {owner}, or give node {id} a \
+                 data directory of its own"
+            )),
+            None => self.put_meta(K_NODE, &id, Durability::Sync),
+        }
     }
 
     fn get_meta<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, String> {
@@ -675,8 +690,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 }
 
-/// Open a node's two stores under `data`: `data/log` and `data/sm`.
+/// Open a node's two stores under `data`: `data/log` and `data/sm`. A directory that is itself a
+/// Jackdaw database (`data.jdb` in it) is refused: a node's files would go inside another
+/// database's folder.
 pub fn open_stores(data: &Path) -> Result<(LogStore, StateMachine), String> {
+    if data.join("data.jdb").exists() {
+        return Err("this is a Jackdaw database, not a node's data directory (which holds log/ and sm/): give the \
+             node a directory of its own"
+            .into());
+    }
     std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
     let log = LogStore::open(data.join("log")).map_err(|e| format!("open log store: {e}"))?;
     let sm = match StateMachine::open(data.join("sm")) {

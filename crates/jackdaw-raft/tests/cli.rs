@@ -15,6 +15,22 @@ fn fails_with(out: Output, needle: &str) {
     assert!(!err.contains("panicked"), "panic: {err}");
 }
 
+/// `cmd` (a `serve` that must refuse to start) fails with `needle` within 20 s; one that serves
+/// instead is killed and fails the test rather than hanging it.
+fn refused(cmd: &mut Command, needle: &str) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("it served instead of refusing: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fails_with(child.wait_with_output().unwrap(), needle);
+}
+
 struct Kill(Child);
 impl Drop for Kill {
     fn drop(&mut self) {
@@ -113,5 +129,34 @@ fn a_node_by_hand_and_its_locked_data_directory() {
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "Ten");
     let missing = exe().args(["get", "--nodes", &addr, "nope"]).output().unwrap();
     assert_eq!(missing.status.code(), Some(1));
+    drop(node);
+    // Stopped, its data directory started under another id is refused (its vote and log are node
+    // 1's), and so is a directory that is one of its Jackdaw databases; under its own id it serves.
+    refused(
+        exe().args(["serve", "--id", "2", "--addr", &other, "--data"]).arg(dir.path()),
+        "belongs to node 1: start it with --id 1",
+    );
+    refused(
+        exe().args(["serve", "--id", "2", "--addr", &other, "--data"]).arg(dir.path().join("log")),
+        "is a Jackdaw database, not a node's data directory",
+    );
+    let node = Kill(
+        exe()
+            .args(["serve", "--id", "1", "--addr", &addr, "--data"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    loop {
+        let get = exe().args(["get", "--wait", "2", "--nodes", &addr, "album"]).output().unwrap();
+        if get.status.success() {
+            assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "Ten");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "node 1 did not serve again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(node);
 }
