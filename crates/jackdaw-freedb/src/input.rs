@@ -57,8 +57,23 @@ pub fn source_kind(path: &Path) -> Result<SourceKind> {
 }
 
 /// Call `f` for every entry of `source` from number `skip` on, in order; `f` returns false to
-/// stop. Returns the number of entries seen (skipped ones included).
+/// stop. Returns the number of entries seen (skipped ones included). A source with no entry at
+/// all (an empty archive, category directories with no file in them, a directory that is
+/// something else, say a database) is an error: importing it would make an empty database and
+/// call it done.
 pub fn read_entries(source: &Path, skip: u64, mut f: impl FnMut(RawEntry) -> bool) -> Result<u64> {
+    let n = read_any(source, skip, &mut f)?;
+    if n == 0 {
+        bail!(
+            "{} holds no file to import: expected a FreeDB archive, category/discid entries (e.g. \
+             rock/42124f16) as a directory, a .tar or a .tar.bz2",
+            source.display()
+        );
+    }
+    Ok(n)
+}
+
+fn read_any(source: &Path, skip: u64, mut f: impl FnMut(RawEntry) -> bool) -> Result<u64> {
     match source_kind(source)? {
         SourceKind::Dir => read_dir_tree(source, skip, &mut f),
         SourceKind::Tar => {

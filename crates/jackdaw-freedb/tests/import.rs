@@ -233,6 +233,24 @@ fn a_damaged_archive_is_an_error_and_the_import_is_not_marked_done() {
     assert!(got[..] == want[..got.len()], "the albums before the damage, in order");
 }
 
+/// A source with nothing in it (here a Jackdaw database's directory, whose `journal/` looked like
+/// a category) is refused, and the database made for it is removed: it used to import 0 albums,
+/// exit 0 and leave an empty database.
+#[test]
+fn a_source_with_nothing_to_import_is_refused() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("other-db");
+    std::fs::create_dir_all(src.join("journal")).unwrap();
+    std::fs::write(src.join("data.jdb"), vec![0u8; 8192]).unwrap();
+    let db = dir.path().join("db");
+    let out = Command::new(EXE).args(["import", "-q"]).arg(&src).arg(&db).output().unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{msg}");
+    assert!(msg.contains("holds no file to import") && msg.contains("removed again"), "{msg}");
+    assert!(!db.exists(), "no database left behind");
+}
+
 #[test]
 fn a_source_that_cannot_be_read_leaves_no_import_mark_and_no_new_database() {
     let _serial = common::serial();

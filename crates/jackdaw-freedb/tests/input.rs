@@ -127,3 +127,32 @@ fn a_file_of_random_bytes_is_refused_with_a_readable_message() {
     assert_eq!(printable("a\u{1b}[2Jb\u{fffd}c", 100), "a\\u{1b}[2Jb\\u{fffd}c");
     assert_eq!(printable("abcdef", 3), "abc…");
 }
+
+/// A source with no entry at all is an error, not an import of nothing: an empty archive, an
+/// archive of directories only, category directories with no file, and a directory that is
+/// something else (a Jackdaw database: `journal/` looked like a category).
+#[test]
+fn a_source_with_no_entry_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("cats/rock")).unwrap();
+    std::fs::create_dir_all(d.join("db/journal")).unwrap();
+    std::fs::write(d.join("db/data.jdb"), vec![0u8; 8192]).unwrap();
+    // A tar of one directory and an empty tar, written by the tar crate.
+    let mut b = tar::Builder::new(Vec::new());
+    b.append_dir("rock", d.join("cats/rock")).unwrap();
+    std::fs::write(d.join("dirs.tar"), b.into_inner().unwrap()).unwrap();
+    std::fs::write(d.join("empty.tar"), tar::Builder::new(Vec::new()).into_inner().unwrap()).unwrap();
+    for name in ["cats", "db", "dirs.tar", "empty.tar"] {
+        let p = d.join(name);
+        let mut seen = 0;
+        let err = read_entries(&p, 0, |_| {
+            seen += 1;
+            true
+        })
+        .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains(name) && msg.contains("holds no file to import"), "{name}: {msg}");
+        assert_eq!(seen, 0, "{name}");
+    }
+}
