@@ -76,7 +76,7 @@ enum Cmd {
         #[arg(long)]
         hex: bool,
     },
-    /// Set KEY to VALUE in TREE (creating a plain tree if missing; a multi-value tree gets VALUE added).
+    /// Set KEY to VALUE in TREE (creating a plain tree if missing, and the database, which it says on stderr; a multi-value tree gets VALUE added).
     Put {
         /// The database directory.
         db: PathBuf,
@@ -399,6 +399,8 @@ fn run(cli: Cli) -> Res<u8> {
             Ok(0)
         }
         Cmd::Put { db, tree, key, value, hex } => {
+            // Said on stderr, so that a mistyped path does not make a database unnoticed.
+            let created = !db.join("data.jdb").exists();
             let env = open(&db, true, false)?;
             let (key, value) = (arg(&key, hex)?, arg(&value, hex)?);
             let mut tx = env.write()?;
@@ -413,9 +415,19 @@ fn run(cli: Cli) -> Res<u8> {
             }
             tx.commit()?;
             env.close()?;
+            if created {
+                eprintln!("jackdaw: created a new database at {}", db.display());
+            }
             Ok(0)
         }
         Cmd::Del { db, tree, key, value, hex } => {
+            // Nothing to delete from a database that is not there: none is made for it.
+            if !db.join("data.jdb").exists() {
+                return Err(Fail {
+                    code: 2,
+                    err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()),
+                });
+            }
             let env = open(&db, true, false)?;
             let key = arg(&key, hex)?;
             let mut tx = env.write()?;

@@ -338,8 +338,17 @@ fn small_commands() {
     let d = tempfile::tempdir().unwrap();
     let a = d.path().join("a");
     let a = p(&a);
-    ok(&jackdaw(&["put", a, "t", "b", "2"]));
-    ok(&jackdaw(&["put", a, "t", "a", "1"]));
+    // `del` on a path with no database makes none; the first `put` says it made one.
+    let nothing = d.path().join("typo");
+    let del = jackdaw(&["del", p(&nothing), "t", "b"]);
+    assert_eq!(del.status.code(), Some(2));
+    assert!(err(&del).contains("is not a Jackdaw database") && !nothing.exists(), "{}", err(&del));
+    let first = jackdaw(&["put", a, "t", "b", "2"]);
+    ok(&first);
+    assert!(err(&first).contains("created a new database at"), "{}", err(&first));
+    let second = jackdaw(&["put", a, "t", "a", "1"]);
+    ok(&second);
+    assert!(!err(&second).contains("created"), "{}", err(&second));
     ok(&jackdaw(&["put", a, "t", "ab", "3"]));
     ok(&jackdaw(&["put", "--hex", a, "t", "00ff", "0a"]));
     assert_eq!(ok(&jackdaw(&["get", a, "t", "a"])), "1\n");
