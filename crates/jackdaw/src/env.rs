@@ -133,7 +133,9 @@ impl Env {
     /// locks, so the same directory can be opened again (in this process too, while clones of
     /// this `Env` live on); but while a read transaction (or this thread's write transaction) is
     /// still alive the locks stay, `close` returns `Error::Busy` saying so (everything else is
-    /// done), and the last of those transactions releases them when it ends.
+    /// done), and the last of those transactions releases them when it ends. A write transaction
+    /// open on another thread is waited for (its commit or its drop): the files cannot be closed
+    /// under it.
     pub fn close(&self) -> Result<()> {
         self.handle.close()
     }
