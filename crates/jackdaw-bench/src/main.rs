@@ -326,7 +326,19 @@ fn ycsb(a: YcsbArgs) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
+/// Errors print as one line with their causes (`error: ...: ...`), as the other programs do, and
+/// exit with 1 (a failed check of what an engine read back exits with 2).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jackdaw-bench: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let mut a = Args::parse();
     if let Some(Command::Ycsb(y)) = a.command.take() {
         return ycsb(y);

@@ -151,9 +151,16 @@ fn print_keys_and_trace_ops_are_ycsbs_and_repeatable() {
     let out = bench(&["ycsb", "--workloads", "g", "--print-keys", "1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload \"g\""));
-    let out = bench(&["ycsb", "--workload-file", "/nonexistent/workloadz", "--print-keys", "1"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/workloadz"));
+    let out = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench"))
+        .args(["ycsb", "--workload-file", "/nonexistent/workloadz", "--print-keys", "1"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // One line with its cause, never a backtrace (even with RUST_BACKTRACE set).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("jackdaw-bench: error: read workload file /nonexistent/workloadz: "), "{err}");
+    assert!(!err.contains("backtrace") && err.trim().lines().count() == 1, "{err}");
 }
 
 #[test]

@@ -31,6 +31,12 @@ fn refused(cmd: &mut Command, needle: &str) {
     fails_with(child.wait_with_output().unwrap(), needle);
 }
 
+/// Node `id` serving on `addr` from `data`, killed on drop.
+fn serve(id: u64, addr: &str, data: &std::path::Path) -> Kill {
+    let id = id.to_string();
+    Kill(exe().args(["serve", "--id", &id, "--addr", addr, "--data"]).arg(data).stderr(Stdio::null()).spawn().unwrap())
+}
+
 struct Kill(Child);
 impl Drop for Kill {
     fn drop(&mut self) {
@@ -101,14 +107,7 @@ fn init_refuses_nodes_listed_out_of_id_order() {
 fn a_node_by_hand_and_its_locked_data_directory() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let addr = format!("127.0.0.1:{}", port());
-    let node = Kill(
-        exe()
-            .args(["serve", "--id", "1", "--addr", &addr, "--data"])
-            .arg(dir.path())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let node = serve(1, &addr, dir.path());
     let start = Instant::now();
     while !exe().args(["status", "--nodes", &addr]).output().unwrap().status.success() {
         assert!(start.elapsed() < Duration::from_secs(20), "node did not come up");
@@ -140,14 +139,7 @@ fn a_node_by_hand_and_its_locked_data_directory() {
         exe().args(["serve", "--id", "2", "--addr", &other, "--data"]).arg(dir.path().join("log")),
         "is a Jackdaw database, not a node's data directory",
     );
-    let node = Kill(
-        exe()
-            .args(["serve", "--id", "1", "--addr", &addr, "--data"])
-            .arg(dir.path())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let node = serve(1, &addr, dir.path());
     let start = Instant::now();
     loop {
         let get = exe().args(["get", "--wait", "2", "--nodes", &addr, "album"]).output().unwrap();
