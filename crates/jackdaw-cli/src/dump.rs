@@ -185,17 +185,21 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64,
                 break;
             }
             let Some((k, v)) = text.split_once('=') else {
-                bail!("line {lineno}: expected KEY=VALUE in the header, found {text:?}");
+                bail!("line {lineno}: expected KEY=VALUE in the header, found {}", crate::quoted(text));
             };
             match k {
-                "VERSION" if v != "3" => bail!("line {lineno}: VERSION={v}; this reads mdb_dump's VERSION=3"),
+                "VERSION" if v != "3" => {
+                    bail!("line {lineno}: VERSION={}; this reads mdb_dump's VERSION=3", crate::quoted(v))
+                }
                 "format" => match v {
                     "bytevalue" => h.print = false,
                     "print" => h.print = true,
-                    _ => bail!("line {lineno}: format={v}; expected bytevalue or print"),
+                    _ => bail!("line {lineno}: format={}; expected bytevalue or print", crate::quoted(v)),
                 },
                 "database" => h.database = Some(v.to_string()),
-                "type" if v != "btree" => bail!("line {lineno}: type={v}; only btree databases are supported"),
+                "type" if v != "btree" => {
+                    bail!("line {lineno}: type={}; only btree databases are supported", crate::quoted(v))
+                }
                 "dupsort" | "duplicates" => h.dupsort |= v == "1",
                 _ => {} // mapsize, maxreaders, db_pagesize, VERSION=3, type=btree, ...: as mdb_load, ignored.
             }

@@ -311,14 +311,28 @@ pub(crate) fn to_hex(b: &[u8]) -> String {
     s
 }
 
+/// `s` quoted for a message, cut after its first 60 characters: an input line can be megabytes.
+pub(crate) fn quoted(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        None => format!("{s:?}"),
+        Some((end, _)) => format!("{:?}... ({} bytes)", &s[..end], s.len()),
+    }
+}
+
+/// Bytes from hex digits (an optional `0x` first). Read byte by byte: a pair of bytes may cut a
+/// multi-byte character (which slicing the text there would panic on).
 pub(crate) fn from_hex(s: &str) -> anyhow::Result<Vec<u8>> {
     let s = s.strip_prefix("0x").unwrap_or(s);
     if !s.len().is_multiple_of(2) {
-        bail!("hex {s:?} has an odd number of digits");
+        bail!("hex {} has an odd number of digits", quoted(s));
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| anyhow!("{s:?} is not hex")))
+    let digit = |b: u8| char::from(b).to_digit(16);
+    s.as_bytes()
+        .chunks_exact(2)
+        .map(|p| match (digit(p[0]), digit(p[1])) {
+            (Some(h), Some(l)) => Ok((h * 16 + l) as u8),
+            _ => Err(anyhow!("{} is not hex", quoted(s))),
+        })
         .collect()
 }
 

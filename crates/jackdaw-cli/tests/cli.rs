@@ -223,6 +223,16 @@ fn load_accepts_what_the_real_tools_print() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(err(&bad).contains("line 4"), "{}", err(&bad));
     assert!(!content(&db).contains_key("x"));
+    // Hex whose digit pairs cut a multi-byte character: an error, not a panic (exit 101 before).
+    let bad = jackdaw_in(&["load", p(&db)], "VERSION=3\ndatabase=x\nHEADER=END\n aéb\n 00\nDATA=END\n".as_bytes());
+    assert_eq!(bad.status.code(), Some(1), "{}", err(&bad));
+    assert!(err(&bad).contains("line 4") && err(&bad).contains("is not hex"), "{}", err(&bad));
+    let bad = jackdaw(&["get", "--hex", p(&db), "dups", "aéb"]);
+    assert!(err(&bad).contains("\"aéb\" is not hex") && !err(&bad).contains("panicked"), "{}", err(&bad));
+    // A binary file as input: the message quotes the start of its first line, not megabytes of it.
+    let bad = jackdaw_in(&["load", p(&db)], &vec![0u8; 1 << 20]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(err(&bad).contains("expected KEY=VALUE") && err(&bad).len() < 600, "{} bytes of message", err(&bad).len());
 }
 
 #[test]
