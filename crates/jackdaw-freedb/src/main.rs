@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use jackdaw_freedb::db::{Db, Index};
+use jackdaw_freedb::db::{index_key, Db, Index};
 use jackdaw_freedb::import::{import, reindex, ImportOptions, Mode};
 use jackdaw_freedb::query::{album_line, search, stats, Query};
 use std::io::Write;
@@ -202,6 +202,14 @@ fn run(cli: Cli) -> Result<()> {
                 (_, _, _, Some(x)) => Query::Track(x),
                 _ => bail!("say what to search: --discid ID, --artist PREFIX, --title PREFIX or --track PREFIX"),
             };
+            // An empty text matches no key (keys are never empty): say so rather than "no album found".
+            if index_key(match &q {
+                Query::DiscId(t) | Query::Artist(t) | Query::Title(t) | Query::Track(t) => t,
+            })
+            .is_none()
+            {
+                bail!("the text to search for is empty: give at least one character");
+            }
             let db = Db::open_existing(&a.db)?;
             let res = search(&db, &q, a.words, a.limit)?;
             for (id, al) in &res {

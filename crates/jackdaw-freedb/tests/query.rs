@@ -185,6 +185,12 @@ fn the_cli_searches_and_prints_stats() {
     let out = Command::new(exe).args(["search", "--track", "x"]).arg(&dbdir).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("reindex"));
+    // An empty (or blank) text: an error, not "no album found".
+    for blank in ["", "   "] {
+        let out = Command::new(exe).args(["search", "--artist", blank]).arg(&dbdir).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is empty"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
     let out = Command::new(exe).args(["stats"]).arg(dir.path().join("none")).output().unwrap();
     assert!(!out.status.success());
 }
