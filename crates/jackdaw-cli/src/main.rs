@@ -235,10 +235,15 @@ fn failed_load(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committe
     f
 }
 
+/// The failure of a command that needs a database where there is none (exit 2).
+fn not_a_database(db: &Path) -> Fail {
+    Fail { code: 2, err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()) }
+}
+
 /// Open `db` (read-only unless `write`), with the lock message a person can act on.
 fn open(db: &Path, write: bool, backup: bool) -> Res<Env> {
     if !db.join("data.jdb").exists() && !write {
-        return Err(Fail { code: 2, err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()) });
+        return Err(not_a_database(db));
     }
     match Env::open(db, Options::default().read_only(!write)) {
         Ok(env) => Ok(env),
@@ -437,10 +442,7 @@ fn run(cli: Cli) -> Res<u8> {
         Cmd::Del { db, tree, key, value, hex } => {
             // Nothing to delete from a database that is not there: none is made for it.
             if !db.join("data.jdb").exists() {
-                return Err(Fail {
-                    code: 2,
-                    err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()),
-                });
+                return Err(not_a_database(&db));
             }
             let env = open(&db, true, false)?;
             let key = arg(&key, hex)?;

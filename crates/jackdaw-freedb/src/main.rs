@@ -203,11 +203,7 @@ fn run(cli: Cli) -> Result<()> {
                 _ => bail!("say what to search: --discid ID, --artist PREFIX, --title PREFIX or --track PREFIX"),
             };
             // An empty text matches no key (keys are never empty): say so rather than "no album found".
-            if index_key(match &q {
-                Query::DiscId(t) | Query::Artist(t) | Query::Title(t) | Query::Track(t) => t,
-            })
-            .is_none()
-            {
+            if index_key(q.text()).is_none() {
                 bail!("the text to search for is empty: give at least one character");
             }
             let db = Db::open_existing(&a.db)?;

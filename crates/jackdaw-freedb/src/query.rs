@@ -37,7 +37,8 @@ impl Query {
             (Query::Track(_), true) => bail!("--words searches artists and titles (there is no track word index)"),
         })
     }
-    fn text(&self) -> &str {
+    /// The text searched for (the disc id, or the prefix).
+    pub fn text(&self) -> &str {
         match self {
             Query::DiscId(s) | Query::Artist(s) | Query::Title(s) | Query::Track(s) => s,
         }

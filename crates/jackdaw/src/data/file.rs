@@ -311,10 +311,10 @@ impl DataFile {
         self.len.load(Ordering::Acquire)
     }
 
-    /// Bytes the file system can still give the file (`StorageFile::space_free`); `None` when
-    /// unknown or when asking fails.
-    pub(crate) fn space_free(&self) -> Option<u64> {
-        self.file.space_free().ok().flatten()
+    /// Whether the file system can still give the file `bytes` more (`StorageFile::space_free`);
+    /// true when it cannot tell, or when asking fails (the growth then finds out itself).
+    pub(crate) fn has_room(&self, bytes: u64) -> bool {
+        self.file.space_free().ok().flatten().is_none_or(|free| bytes <= free)
     }
 
     /// The current mapping (covers every page of every committed state).
@@ -352,7 +352,7 @@ impl DataFile {
         let step = |cur: u64| {
             let cur_pages = cur / ps;
             let to = cur_pages.saturating_add(grow_step(cur_pages)).max(pages).saturating_mul(ps);
-            if self.space_free().is_some_and(|free| to.saturating_sub(cur) > free) {
+            if !self.has_room(to.saturating_sub(cur)) {
                 need
             } else {
                 to

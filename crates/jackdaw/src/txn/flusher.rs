@@ -179,6 +179,9 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     Ok(())
 }
 
+/// The free space a growth ahead needs, in steps (`grow_ahead`).
+const GROW_AHEAD_ROOM: u64 = 2;
+
 /// Grow the data file ahead of the writer (by `grow_step`: an eighth of a big file) when its
 /// high-water mark is past 7/8 of the file. A commit that grows the file syncs it, and that sync
 /// also writes whatever the flusher has written to the file and not synced yet: 3-6 ms per growth
@@ -196,9 +199,6 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
 /// a journal file meanwhile fails on a full disk (CI met it: `disk_full.rs`'s small tmpfs, a
 /// commit right after space was freed); one that just fits leaves nothing for the journal. The
 /// commits grow the file by what they need themselves.
-/// The free space a growth ahead needs, in steps (`grow_ahead`).
-const GROW_AHEAD_ROOM: u64 = 2;
-
 fn grow_ahead(core: &Core) -> Result<()> {
     let high = core.prepared.lock().next_page;
     if !core.grow_due(high.get()) {
@@ -207,7 +207,7 @@ fn grow_ahead(core: &Core) -> Result<()> {
     let pages = core.data.len() / core.page_size as u64;
     let step = grow_step(pages);
     let bytes = step.saturating_mul(core.page_size as u64);
-    if core.data.space_free().is_some_and(|free| free / GROW_AHEAD_ROOM < bytes) {
+    if !core.data.has_room(bytes.saturating_mul(GROW_AHEAD_ROOM)) {
         return Ok(());
     }
     match core.data.grow_to(pages + step) {
