@@ -210,12 +210,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// A load that failed, with what it leaves said: a load commits every `dump::LOAD_TXN_BYTES`,
-/// so the entries before the failure may stay; a database this load created is removed again,
-/// so that a failed load into a new path leaves nothing behind.
+/// A `load` or `put` (`what`) that failed, with what it leaves said: a load commits every
+/// `dump::LOAD_TXN_BYTES`, so the entries before the failure may stay; a database this command
+/// created is removed again, so that a failed write into a new path leaves nothing behind.
 /// `env` is `None` when the open itself failed (a low descriptor limit can fail it after the
 /// database's files were made).
-fn failed_load(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committed: u64) -> Fail {
+fn failed_write(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committed: u64, what: &str) -> Fail {
     let said = jackdaw::report(f.err.as_ref());
     let left = if created {
         // Closed first: no thread of it writes into the directory while it goes.
@@ -223,8 +223,8 @@ fn failed_load(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committe
             let _ = env.close();
         }
         match std::fs::remove_dir_all(db) {
-            Ok(()) => format!("nothing was kept: {} was created for this load and is removed again", db.display()),
-            Err(r) => format!("{} was created for this load; removing it failed ({r})", db.display()),
+            Ok(()) => format!("nothing was kept: {} was created for this {what} and is removed again", db.display()),
+            Err(r) => format!("{} was created for this {what}; removing it failed ({r})", db.display()),
         }
     } else if committed > 0 {
         format!("the first {committed} entries were loaded before it and stay in {}", db.display())
@@ -383,7 +383,7 @@ fn run(cli: Cli) -> Res<u8> {
                 None => (Box::new(std::io::stdin().lock()), 0),
             };
             let created = !db.exists();
-            let env = open(&db, true, false).map_err(|f| failed_load(f, None, &db, created, 0))?;
+            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, created, 0, "load"))?;
             let mut committed = 0u64;
             match dump::load(&env, input, tree.as_deref(), len, &mut committed) {
                 Ok(n) => {
@@ -391,7 +391,7 @@ fn run(cli: Cli) -> Res<u8> {
                     eprintln!("jackdaw: loaded {n} entries");
                     Ok(0)
                 }
-                Err(e) => Err(failed_load(Fail::from(e), Some(env), &db, created, committed)),
+                Err(e) => Err(failed_write(Fail::from(e), Some(env), &db, created, committed, "load")),
             }
         }
         Cmd::Get { db, tree, key, hex } => {
@@ -418,23 +418,30 @@ fn run(cli: Cli) -> Res<u8> {
             Ok(0)
         }
         Cmd::Put { db, tree, key, value, hex } => {
-            // Said on stderr, so that a mistyped path does not make a database unnoticed.
-            let created = !db.join("data.jdb").exists();
-            let env = open(&db, true, false)?;
+            // Parsed first: bad input creates nothing. A new database is said on stderr (so that a
+            // mistyped path does not make one unnoticed), and removed again if the put fails.
             let (key, value) = (arg(&key, hex)?, arg(&value, hex)?);
-            let mut tx = env.write()?;
-            let t = match tx.open_tree(&tree)? {
-                Some(t) => t,
-                None => tx.create_tree(&tree)?,
+            let (new_db, created) = (!db.join("data.jdb").exists(), !db.exists());
+            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, created, 0, "put"))?;
+            let put = || -> Res<()> {
+                let mut tx = env.write()?;
+                let t = match tx.open_tree(&tree)? {
+                    Some(t) => t,
+                    None => tx.create_tree(&tree)?,
+                };
+                if t.is_multi() {
+                    tx.multi_put(&t, &key, &value)?;
+                } else {
+                    tx.put(&t, &key, &value)?;
+                }
+                tx.commit()?;
+                Ok(())
             };
-            if t.is_multi() {
-                tx.multi_put(&t, &key, &value)?;
-            } else {
-                tx.put(&t, &key, &value)?;
+            if let Err(f) = put() {
+                return Err(failed_write(f, Some(env), &db, created, 0, "put"));
             }
-            tx.commit()?;
             env.close()?;
-            if created {
+            if new_db {
                 eprintln!("jackdaw: created a new database at {}", db.display());
             }
             Ok(0)

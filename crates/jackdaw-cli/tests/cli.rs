@@ -356,6 +356,24 @@ fn small_commands() {
     let first = jackdaw(&["put", a, "t", "b", "2"]);
     ok(&first);
     assert!(err(&first).contains("created a new database at"), "{}", err(&first));
+    // A put that fails into a new path leaves nothing (a key over the limit; a low descriptor
+    // limit, which fails the open after the database's files were made).
+    let long = "k".repeat(3000);
+    let bad = jackdaw(&["put", p(&nothing), "t", &long, "v"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", err(&bad));
+    assert!(
+        err(&bad).contains("over the limit") && err(&bad).contains("removed again") && !nothing.exists(),
+        "{}",
+        err(&bad)
+    );
+    let bin = env!("CARGO_BIN_EXE_jackdaw");
+    let low = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n 6; exec {bin} put {} t k v", p(&nothing)))
+        .output()
+        .unwrap();
+    assert_eq!(low.status.code(), Some(2), "{}", err(&low));
+    assert!(err(&low).contains("removed again") && !nothing.exists(), "{}", err(&low));
     let second = jackdaw(&["put", a, "t", "a", "1"]);
     ok(&second);
     assert!(!err(&second).contains("created"), "{}", err(&second));
