@@ -203,6 +203,12 @@ struct YcsbArgs {
     #[arg(long)]
     no_progress: bool,
 
+    /// Run every pass N times, every engine once per round from its loaded files (the first
+    /// engine rotating), and report each engine's median round: ratios that one stall of a
+    /// shared machine does not move.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    repeat: u64,
+
     /// LMDB's map size in GiB (default 64; valgrind refuses a 64 GiB map: 2 fits a profile).
     #[arg(long, value_name = "GIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
     lmdb_map_gib: u64,
@@ -316,6 +322,7 @@ fn ycsb(a: YcsbArgs) -> Result<()> {
         scale: if a.quick { "quick".into() } else { "full".into() },
         // The full run: 100,000 operations per workload in sync (1,000,000 in buff).
         sync_operation_count: (!a.quick && !user_ops).then_some(100_000),
+        repeat: a.repeat as usize,
     };
     jackdaw_bench::engines::lmdb::set_map_gib(a.lmdb_map_gib as usize);
     eprintln!("seed {seed}");

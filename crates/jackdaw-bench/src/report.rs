@@ -156,11 +156,8 @@ pub fn median_rounds(rows: Vec<Row>) -> Vec<Row> {
             if g.len() == 1 {
                 return g.remove(0);
             }
-            let all: Vec<f64> = g.iter().map(|r| r.ops_per_sec).collect();
             let controls: Vec<f64> = g.iter().filter_map(|r| r.cold_control_mb_per_sec).collect();
-            let mut order: Vec<usize> = (0..g.len()).collect();
-            order.sort_by(|a, b| all[*a].total_cmp(&all[*b]));
-            let mut m = g.swap_remove(order[(order.len() - 1) / 2]);
+            let (mut m, all) = median_of(g, |r| r.ops_per_sec);
             let list: Vec<String> = all.iter().map(|x| si(*x)).collect();
             let mut note = format!("median of {} rounds (ops/s: {})", all.len(), list.join(", "));
             if controls.len() == all.len() {
@@ -173,6 +170,15 @@ pub fn median_rounds(rows: Vec<Row>) -> Vec<Row> {
             m
         })
         .collect()
+}
+
+/// The median member of a non-empty `group` by `key` (the lower middle one of an even count:
+/// the same rule for every engine), and every member's key in the group's order.
+pub fn median_of<T>(mut group: Vec<T>, key: impl Fn(&T) -> f64) -> (T, Vec<f64>) {
+    let all: Vec<f64> = group.iter().map(&key).collect();
+    let mut order: Vec<usize> = (0..group.len()).collect();
+    order.sort_by(|a, b| all[*a].total_cmp(&all[*b]));
+    (group.swap_remove(order[order.len().saturating_sub(1) / 2]), all)
 }
 
 /// Fill in the ratio column of every row of `workload`: ops/s over the best peer's ops/s.

@@ -43,8 +43,10 @@ fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
         keep: false,
         scale: "smoke".into(),
         sync_operation_count: None,
+        repeat: 1,
     };
     let rep = run(&cfg).expect("ycsb run");
+    assert!(rep.runs.iter().all(|r| r.rounds_ops_per_sec.is_empty()), "one round: no list of rounds");
     assert!(rep.failures.is_empty(), "failures: {:?}", rep.failures);
     for e in &engines {
         let l = rep.loads.iter().find(|l| l.engine == e.name()).expect("a load row per engine");
@@ -104,6 +106,53 @@ fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// `--repeat 3`: every engine runs every pass three times from its loaded files, and each row is
+/// that engine's median round, with all three rounds listed (in the JSON and `--verbose`).
+#[test]
+fn ycsb_repeat_reports_each_engines_median_round() {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-ycsb-repeat");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let overrides = vec!["recordcount=500".to_string(), "operationcount=500".to_string()];
+    let specs: Vec<Spec> = ["a", "d"].iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
+    let cfg = YcsbConfig {
+        engines: vec![Kind::Jackdaw, Kind::Lmdb],
+        workloads: specs,
+        threads: vec![1],
+        modes: vec![Mode::Buff],
+        seed: seed(),
+        dir: base.join("db"),
+        json: None,
+        report: None,
+        verbose: true,
+        drop_caches: false,
+        progress: false,
+        print: false,
+        keep: false,
+        scale: "smoke".into(),
+        sync_operation_count: None,
+        repeat: 3,
+    };
+    let rep = run(&cfg).expect("ycsb run");
+    assert!(rep.failures.is_empty(), "failures: {:?}", rep.failures);
+    assert_eq!(rep.rounds, 3);
+    assert_eq!(rep.runs.len(), 4, "one row per workload and engine: {:?}", rep.runs);
+    for r in &rep.runs {
+        let rounds = &r.rounds_ops_per_sec;
+        assert_eq!(rounds.len(), 3, "{} on {}: {rounds:?}", r.workload, r.engine);
+        let mut sorted = rounds.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(r.ops_per_sec, sorted[1], "{} on {}: the median of {rounds:?}", r.workload, r.engine);
+        // The median round is a whole one: every operation ran and found its record.
+        assert_eq!((r.ops, r.not_found()), (500, 0), "{} on {}", r.workload, r.engine);
+    }
+    let summary = jackdaw_bench::ycsb::report::summary(&rep);
+    assert!(summary.contains("median of 3 rounds"), "{summary}");
+    let detail = jackdaw_bench::ycsb::report::detail(&rep);
+    assert!(detail.contains("jackdaw: median of 3 rounds (ops/s: "), "{detail}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 fn bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_jackdaw-bench")).args(args).output().expect("run jackdaw-bench")
 }
@@ -148,6 +197,9 @@ fn print_keys_and_trace_ops_are_ycsbs_and_repeatable() {
     let out = bench(&["ycsb", "-p", "bogusname=1", "--print-keys", "1"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown YCSB property bogusname"));
+    let out = bench(&["ycsb", "--repeat", "0", "--print-keys", "1"]);
+    assert_eq!(out.status.code(), Some(2), "clap refuses --repeat 0");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--repeat"));
     let out = bench(&["ycsb", "--workloads", "g", "--print-keys", "1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload \"g\""));

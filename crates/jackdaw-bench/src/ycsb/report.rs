@@ -91,6 +91,10 @@ pub struct RunRow {
     pub timed_out: bool,
     /// Space on disk per file of the closed database directory after this workload.
     pub files: Vec<(String, u64)>,
+    /// ops/s of every round, in the order they ran, when the pass ran in more than one
+    /// (`--repeat`); the row itself is the engine's median round.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_ops_per_sec: Vec<f64>,
 }
 
 impl RunRow {
@@ -133,6 +137,8 @@ pub struct YcsbReport {
     /// Property names no part of the port reads (from the files or `-p`).
     pub unknown_properties: Vec<String>,
     pub loads: Vec<LoadRow>,
+    /// Rounds of every pass (`--repeat`): each engine's row is its median round.
+    pub rounds: usize,
     pub runs: Vec<RunRow>,
     pub failures: Vec<YcsbFailure>,
     pub total_secs: f64,
@@ -233,8 +239,13 @@ pub fn summary(rep: &YcsbReport) -> String {
     let _ = writeln!(
         s,
         "Per workload and pass (durability, client threads): ops/s of Jackdaw and of the best peer,\n\
-         each engine's ratio to the best peer; space: bytes on disk ÷ key + field bytes stored.\n"
+         each engine's ratio to the best peer; space: bytes on disk ÷ key + field bytes stored."
     );
+    if rep.rounds > 1 {
+        let _ =
+            writeln!(s, "Each engine's median of {} rounds (every round's ops/s: --verbose, the JSON).", rep.rounds);
+    }
+    s.push('\n');
     s.push_str(&table(&head, &rows));
     s
 }
@@ -292,6 +303,12 @@ pub fn detail(rep: &YcsbReport) -> String {
                 }
             }
             s.push_str(&table(&head, &rows));
+            for e in &rep.engines {
+                if let Some(r) = find(rep, w, e, &m, t).filter(|r| !r.rounds_ops_per_sec.is_empty()) {
+                    let list: Vec<String> = r.rounds_ops_per_sec.iter().map(|x| si(*x)).collect();
+                    let _ = writeln!(s, "\n{e}: median of {} rounds (ops/s: {})", list.len(), list.join(", "));
+                }
+            }
             s.push('\n');
         }
     }

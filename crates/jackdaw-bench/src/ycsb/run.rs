@@ -49,6 +49,9 @@ pub struct YcsbConfig {
     /// In `sync` passes, at most this many operations per workload (a durable commit of a
     /// single-writer peer takes 0.5–2.6 ms); None: `operationcount` in every mode.
     pub sync_operation_count: Option<i64>,
+    /// Rounds of every pass (at least 1): every engine once per round, the first engine
+    /// rotating, each from its loaded files; each engine's median round is reported.
+    pub repeat: usize,
 }
 
 /// Space on disk of each entry of `dir` (allocated blocks), largest first.
@@ -429,6 +432,7 @@ fn run_workload(
         },
         timed_out,
         files,
+        rounds_ops_per_sec: Vec::new(),
     })
 }
 
@@ -454,6 +458,31 @@ fn check_shared(specs: &[Spec]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// One row per (workload, engine, mode, threads), in first-seen order: the engine's median
+/// round by ops/s (`report::median_of`), listing every round's ops/s when there were several.
+pub fn median_runs(rows: Vec<RunRow>) -> Vec<RunRow> {
+    let mut groups: Vec<Vec<RunRow>> = Vec::new();
+    for r in rows {
+        let same =
+            |g: &RunRow| g.workload == r.workload && g.engine == r.engine && g.mode == r.mode && g.threads == r.threads;
+        match groups.iter_mut().find(|g| same(&g[0])) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let several = g.len() > 1;
+            let (mut m, all) = crate::report::median_of(g, |r| r.ops_per_sec);
+            if several {
+                m.rounds_ops_per_sec = all;
+            }
+            m
+        })
+        .collect()
 }
 
 /// Fill in the ratio columns: each row over the best peer of its (workload, mode, threads).
@@ -592,56 +621,73 @@ pub fn run(cfg: &YcsbConfig) -> Result<YcsbReport> {
         }
     }
 
-    // Passes: durability × threads; every engine restored from its loaded copy.
+    // Passes: durability × threads, each in `repeat` rounds; every engine restored from its
+    // loaded copy before each round, the first engine rotating from round to round.
     let mut said_drop = false;
+    let rounds = cfg.repeat.max(1);
+    rep.rounds = rounds;
+    let mut turn = 0;
     for &mode in &cfg.modes {
         for &threads in &cfg.threads {
-            for (kind, src) in &loaded {
-                let work = run_dir.join("work").join(kind.name());
-                let _ = std::fs::remove_dir_all(&work);
-                copy_dir(src, &work)?;
-                if cfg.drop_caches {
-                    if !said_drop && !cfg.print {
-                        eprintln!("dropping the page cache before each pass (--no-drop-caches keeps it)");
-                    }
-                    said_drop = true;
-                    device::drop_cache(&work)?;
-                } else {
-                    device::sync_all();
+            let mut failed: Vec<Kind> = Vec::new();
+            for round in 0..rounds {
+                let mut order: Vec<(Kind, PathBuf)> =
+                    loaded.iter().filter(|(k, _)| !failed.contains(k)).cloned().collect();
+                if !order.is_empty() {
+                    let n = order.len();
+                    order.rotate_left(turn % n);
                 }
-                device::settle(dev.as_ref(), Duration::from_millis(2_000));
-                for spec in &cfg.workloads {
-                    let mut spec = spec.clone();
-                    if let (Mode::Sync, Some(n)) = (mode, cfg.sync_operation_count) {
-                        spec.operation_count = spec.operation_count.min(n);
-                    }
-                    let spec = &spec;
-                    match run_workload(*kind, spec, &work, mode, threads, cfg.seed, dev.as_ref(), cfg.progress) {
-                        Ok(row) => {
-                            eprintln!(
-                                "  {:<3} {:<8} {:<4} {:>2}t {:>10} ops/s  {:>8.3} s",
-                                row.workload,
-                                row.engine,
-                                row.mode,
-                                row.threads,
-                                crate::report::si(row.ops_per_sec),
-                                row.secs
-                            );
-                            rep.runs.push(row);
+                turn += 1;
+                for (kind, src) in &order {
+                    let work = run_dir.join("work").join(kind.name());
+                    let _ = std::fs::remove_dir_all(&work);
+                    copy_dir(src, &work)?;
+                    if cfg.drop_caches {
+                        if !said_drop && !cfg.print {
+                            eprintln!("dropping the page cache before each pass (--no-drop-caches keeps it)");
                         }
-                        Err(e) => {
-                            let reason = format!("{e:#}");
-                            let what = format!("workload {} ({}, {} threads)", spec.name, mode.name(), threads);
-                            eprintln!("FAILED: {} {what}: {reason}", kind.name());
-                            rep.failures.push(YcsbFailure { engine: kind.name().into(), what, reason });
-                            break;
+                        said_drop = true;
+                        device::drop_cache(&work)?;
+                    } else {
+                        device::sync_all();
+                    }
+                    device::settle(dev.as_ref(), Duration::from_millis(2_000));
+                    for spec in &cfg.workloads {
+                        let mut spec = spec.clone();
+                        if let (Mode::Sync, Some(n)) = (mode, cfg.sync_operation_count) {
+                            spec.operation_count = spec.operation_count.min(n);
+                        }
+                        let spec = &spec;
+                        match run_workload(*kind, spec, &work, mode, threads, cfg.seed, dev.as_ref(), cfg.progress) {
+                            Ok(row) => {
+                                eprintln!(
+                                    "  {:<3} {:<8} {:<4} {:>2}t {:>10} ops/s  {:>8.3} s{}",
+                                    row.workload,
+                                    row.engine,
+                                    row.mode,
+                                    row.threads,
+                                    crate::report::si(row.ops_per_sec),
+                                    row.secs,
+                                    if rounds > 1 { format!("  (round {})", round + 1) } else { String::new() }
+                                );
+                                rep.runs.push(row);
+                            }
+                            Err(e) => {
+                                let reason = format!("{e:#}");
+                                let what = format!("workload {} ({}, {} threads)", spec.name, mode.name(), threads);
+                                eprintln!("FAILED: {} {what}: {reason}", kind.name());
+                                rep.failures.push(YcsbFailure { engine: kind.name().into(), what, reason });
+                                failed.push(*kind);
+                                break;
+                            }
                         }
                     }
+                    let _ = std::fs::remove_dir_all(&work);
                 }
-                let _ = std::fs::remove_dir_all(&work);
             }
         }
     }
+    rep.runs = median_runs(std::mem::take(&mut rep.runs));
     if !cfg.keep {
         let _ = std::fs::remove_dir_all(&run_dir);
     }
