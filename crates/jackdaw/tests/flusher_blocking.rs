@@ -318,3 +318,83 @@ fn regression_commits_never_wait_for_a_retired_journal_file_to_be_deleted() {
     let env = Env::open(&dir, test_opts()).unwrap();
     assert_eq!(read_value(&env.read().unwrap(), p0), 7000 + ALL_MODES.len() as u64 - 1);
 }
+
+/// Buffered (and `None`) commits that leave three journal files with unsynced records wake the
+/// background flusher, which syncs them itself (journal writer invariant 6) with no flush due and
+/// no commit waiting for it. Before, the commit that left a fifth such file synced all five under
+/// the journal lock: YCSB D's inserts had a p99.9 of 2.1 ms against LMDB's 61 µs. Here every
+/// journal sync is held at the gate: a commit that synced would hang under the deadline.
+#[test]
+fn the_background_flusher_syncs_full_journal_files_before_a_commit_must() {
+    for &durability in UNSYNCED_MODES {
+        let gs = GatedStorage::new();
+        let dir = TestDb::dir("flusher-sync-ahead");
+        let o = test_opts()
+            .storage(Arc::new(gs.clone()))
+            .journal_file_bytes(64 << 10)
+            .durability(durability)
+            .flusher(FlusherMode::Background)
+            .flush_threshold_bytes(1 << 30)
+            .flush_idle(Duration::from_secs(3600));
+        let env = Env::open(&dir, o).unwrap();
+        let _open_gate = ReleaseOnDrop(gs.gate.clone());
+        let mut tx = env.write().unwrap();
+        tx.create_tree("t").unwrap();
+        tx.commit().unwrap();
+        gs.gate.arm(Point::Sync(SyncSite::JournalData));
+        let (e, gate) = (env.clone(), gs.gate.clone());
+        // One incompressible 16 KiB value a commit (three a 64 KiB file), until a journal sync is
+        // held; each commit then waits up to 200 ms for one.
+        let work = with_deadline(DEADLINE, move || {
+            let mut n = 0u32;
+            while n < 64 && !gate.wait_held_or(1, Duration::from_millis(200), || false) {
+                let mut tx = e.write().unwrap();
+                let t = tx.open_tree("t").unwrap().unwrap();
+                let mut x = (u64::from(n) * 0x9E37_79B9_7F4A_7C15) | 1;
+                let v: Vec<u8> = (0..16 << 10)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect();
+                tx.put(&t, n.to_be_bytes(), v).unwrap();
+                tx.commit().unwrap();
+                n += 1;
+            }
+            n
+        });
+        let n = match work {
+            Some(Ok(n)) => n,
+            Some(Err(panic)) => {
+                gs.gate.release();
+                std::panic::resume_unwind(panic);
+            }
+            None => {
+                gs.gate.release();
+                panic!("{durability:?}: a commit waited in a journal sync within {DEADLINE:?}");
+            }
+        };
+        assert!(n < 64, "{durability:?}: 64 commits (16 journal files) and no journal sync held");
+        // Three records of 16 KiB and their headers fill a file: not before the third file.
+        assert!(n >= 7, "{durability:?}: a journal sync after {n} commits, before two files were full");
+        let held = gs.gate.held();
+        assert_eq!(held, vec![Point::Sync(SyncSite::JournalData)], "{durability:?}");
+        let s = env.stats();
+        assert_eq!(s.flushes, 0, "{durability:?}: the sync is not a flush's write-ahead sync");
+        gs.gate.release();
+        // The flusher's sync completes; the records are all there after a reopen.
+        let synced = |env: &Env| env.stats().syncs.iter().find(|(k, _)| *k == "journal.data").map_or(0, |(_, c)| *c);
+        let end = std::time::Instant::now() + DEADLINE;
+        while synced(&env) == 0 {
+            assert!(std::time::Instant::now() < end, "{durability:?}: the held sync never finished");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(env);
+        let env = Env::open(&dir, test_opts()).unwrap();
+        let r = env.read().unwrap();
+        let t = r.open_tree("t").unwrap().unwrap();
+        assert_eq!(r.range(&t, ..).unwrap().count(), n as usize, "{durability:?}");
+    }
+}

@@ -33,6 +33,9 @@ pub(crate) struct TxRecord {
 #[derive(Default)]
 pub(crate) struct FlusherCtl {
     pub requested: bool,
+    /// A commit left several journal files with unsynced records (`Journal::sync_ahead_due`):
+    /// make the journal durable, without a flush.
+    pub sync_journal: bool,
     pub stop: bool,
     /// Flushes completed, so `flush()` callers can wait for the next one.
     pub runs: u64,
@@ -76,6 +79,9 @@ pub(crate) struct Core {
     /// The data file's length when a commit last nudged the flusher to grow it (one nudge per
     /// length, not one per commit while the flusher works).
     pub(super) grow_nudged_at: crate::sync::AtomicU64,
+    /// A commit asked the flusher to sync the journal and it has not done so yet (one wake-up
+    /// per request, not one per commit meanwhile).
+    pub(super) sync_nudged: crate::sync::AtomicBool,
     /// The high-water mark recovered at open. The flusher grows the file ahead only once a
     /// commit has moved the mark past it (`grow_due`).
     opened_next_page: u64,
@@ -132,6 +138,7 @@ impl Core {
             counters: o.counters,
             journal_bytes_at_flush: crate::sync::AtomicU64::new(0),
             grow_nudged_at: crate::sync::AtomicU64::new(0),
+            sync_nudged: crate::sync::AtomicBool::new(false),
             opened_next_page: o.committed.next_page.get(),
             tree_ids: crate::sync::AtomicU64::new(1),
             flushed_txid: crate::sync::AtomicU64::new(h.flushed_txid),
@@ -305,6 +312,16 @@ impl Core {
         let len = self.data.len();
         if self.grow_nudged_at.swap(len, Ordering::Relaxed) != len {
             let _c = self.flusher_ctl.lock();
+            self.flusher_cv.notify_all();
+        }
+    }
+
+    /// Wake the background flusher to make the journal durable, without asking for a flush
+    /// (`Journal::sync_ahead_due`): once until it has done so.
+    pub(crate) fn nudge_flusher_to_sync(&self) {
+        if !self.sync_nudged.swap(true, Ordering::AcqRel) {
+            let mut c = self.flusher_ctl.lock();
+            c.sync_journal = true;
             self.flusher_cv.notify_all();
         }
     }

@@ -224,16 +224,27 @@ pub(crate) fn run(core: Arc<Core>) {
     let mut last_commits = Counters::get(&core.counters.commits);
     let mut quiet_since = core.opts.clock.now();
     loop {
-        let requested = {
+        let (requested, sync_journal) = {
             let mut c = core.flusher_ctl.lock();
-            if !c.requested && !c.stop {
+            if !c.requested && !c.sync_journal && !c.stop {
                 core.flusher_cv.wait_for(&mut c, core.opts.flush_idle.min(std::time::Duration::from_millis(250)));
             }
             if c.stop {
                 return;
             }
-            std::mem::take(&mut c.requested)
+            (std::mem::take(&mut c.requested), std::mem::take(&mut c.sync_journal))
         };
+        // Commits nudge the thread when several journal files hold unsynced records (journal
+        // writer invariant 6); a flush below makes them durable anyway.
+        if sync_journal && !requested && !core.flush_due() {
+            let through = core.journal.lock().last_txid();
+            if let Err(e) = Journal::make_durable(&core.journal, through) {
+                core.poison(&e);
+            }
+        }
+        if sync_journal {
+            core.sync_nudged.store(false, std::sync::atomic::Ordering::Release);
+        }
         // Commits nudge the thread when the data file is 7/8 full.
         if let Err(e) = grow_ahead(&core) {
             core.poison(&e);

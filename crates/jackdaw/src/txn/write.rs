@@ -1038,6 +1038,7 @@ impl Prepared {
             }
             return Ok(CommitStats { time: self.t0.elapsed(), ..Default::default() });
         };
+        let sync_ahead;
         let appended = {
             let mut j = core.journal.lock();
             core.journal_cv.wait_while(&mut j, |j| {
@@ -1053,6 +1054,7 @@ impl Prepared {
                     j.append_streamed(slot, &first, (raw_len, full_bytes), self.durability)
                 }
             };
+            sync_ahead = j.sync_ahead_due();
             if let Ok(a) = &r {
                 for t in core.txlog.lock().iter_mut().rev() {
                     if t.txid == txid {
@@ -1069,18 +1071,7 @@ impl Prepared {
         }
         .inspect_err(|e| core.poison(e))?;
         Counters::add(&core.counters.commits, 1);
-        if core.flush_due() {
-            core.wake_flusher();
-        } else if core.opts.flusher == FlusherMode::Background
-            && self.stats.written_once_pages == 0
-            && core.grow_due(self.next_page.get())
-        {
-            // Not after a commit that wrote pages once: the next such commit grows the file
-            // itself, and the sync of its pages makes the growth durable (no device flush of
-            // its own, where the flusher's growth ahead costs one: `large-values-write-8m`
-            // flushed 2.9 times per commit against LMDB's 2.1).
-            core.nudge_flusher_to_grow();
-        }
+        wake_flusher_after(core, sync_ahead, self.stats.written_once_pages > 0, self.next_page);
         let stats = CommitStats { journal_bytes_written: appended.written_len, time: self.t0.elapsed(), ..self.stats };
         if core.opts.flush_log {
             eprintln!(
@@ -1101,6 +1092,25 @@ impl Prepared {
 
 /// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
 /// bug of this module, reported as an error rather than a panic.
+/// After a commit: wake the flusher when a flush is due; else, when it runs in the background,
+/// ask it to sync the journal (`sync_ahead`: `Journal::sync_ahead_due`) or to grow the data file
+/// ahead of the writer (the high-water mark `next_page` past 7/8 of the file).
+fn wake_flusher_after(core: &Core, sync_ahead: bool, wrote_once: bool, next_page: PageNo) {
+    if core.flush_due() {
+        core.wake_flusher();
+    } else if core.opts.flusher == FlusherMode::Background {
+        if sync_ahead {
+            core.nudge_flusher_to_sync();
+        } else if !wrote_once && core.grow_due(next_page.get()) {
+            // Not after a commit that wrote pages once: the next such commit grows the file
+            // itself, and the sync of its pages makes the growth durable (no device flush of its
+            // own, where the flusher's growth ahead costs one: `large-values-write-8m` flushed
+            // 2.9 times per commit against LMDB's 2.1).
+            core.nudge_flusher_to_grow();
+        }
+    }
+}
+
 fn unique(buf: &mut PageBuf) -> Result<&mut [u8]> {
     buf.get_mut().ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
 }
