@@ -217,8 +217,10 @@ fn grow_ahead(core: &Core) -> Result<()> {
 }
 
 /// The background thread: flushes when unflushed versions pass the threshold, when asked, and
-/// after the idle interval if anything is unflushed; once the writer is idle, the page-buffer
-/// pool is trimmed back to its floor (`PageTable::trim_pool`). Exits on `stop`.
+/// after the idle interval if anything is unflushed; grows the data file ahead of the writer
+/// (`grow_ahead`); makes the journal durable without a flush when a commit asks
+/// (`Journal::sync_ahead_due`); once the writer is idle, the page-buffer pool is trimmed back to
+/// its floor (`PageTable::trim_pool`). Exits on `stop`.
 pub(crate) fn run(core: Arc<Core>) {
     // Idle = no commit since the last look, for `flush_idle`.
     let mut last_commits = Counters::get(&core.counters.commits);
