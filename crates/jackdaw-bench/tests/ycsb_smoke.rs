@@ -19,6 +19,29 @@ fn seed() -> u64 {
     s
 }
 
+/// A one-thread `buff` run of `specs` on `engines` under `base`, in `repeat` rounds, printing
+/// nothing and writing no report.
+fn tiny(base: &std::path::Path, engines: Vec<Kind>, specs: Vec<Spec>, repeat: usize) -> YcsbConfig {
+    YcsbConfig {
+        engines,
+        workloads: specs,
+        threads: vec![1],
+        modes: vec![Mode::Buff],
+        seed: seed(),
+        dir: base.join("db"),
+        json: None,
+        report: None,
+        verbose: true,
+        drop_caches: false,
+        progress: false,
+        print: false,
+        keep: false,
+        scale: "smoke".into(),
+        sync_operation_count: None,
+        repeat,
+    }
+}
+
 #[test]
 fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-ycsb-smoke");
@@ -28,22 +51,9 @@ fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
     let specs: Vec<Spec> = RUN_ORDER.iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
     let engines = vec![Kind::Jackdaw, Kind::Lmdb, Kind::Redb, Kind::Sqlite];
     let cfg = YcsbConfig {
-        engines: engines.clone(),
-        workloads: specs.clone(),
-        threads: vec![1],
-        modes: vec![Mode::Buff],
-        seed: seed(),
-        dir: base.join("db"),
         json: Some(base.join("ycsb.json")),
         report: Some(base.join("report")),
-        verbose: true,
-        drop_caches: false,
-        progress: false,
-        print: false,
-        keep: false,
-        scale: "smoke".into(),
-        sync_operation_count: None,
-        repeat: 1,
+        ..tiny(&base, engines.clone(), specs.clone(), 1)
     };
     let rep = run(&cfg).expect("ycsb run");
     assert!(rep.runs.iter().all(|r| r.rounds_ops_per_sec.is_empty()), "one round: no list of rounds");
@@ -115,24 +125,7 @@ fn ycsb_repeat_reports_each_engines_median_round() {
     std::fs::create_dir_all(&base).unwrap();
     let overrides = vec!["recordcount=500".to_string(), "operationcount=500".to_string()];
     let specs: Vec<Spec> = ["a", "d"].iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
-    let cfg = YcsbConfig {
-        engines: vec![Kind::Jackdaw, Kind::Lmdb],
-        workloads: specs,
-        threads: vec![1],
-        modes: vec![Mode::Buff],
-        seed: seed(),
-        dir: base.join("db"),
-        json: None,
-        report: None,
-        verbose: true,
-        drop_caches: false,
-        progress: false,
-        print: false,
-        keep: false,
-        scale: "smoke".into(),
-        sync_operation_count: None,
-        repeat: 3,
-    };
+    let cfg = tiny(&base, vec![Kind::Jackdaw, Kind::Lmdb], specs, 3);
     let rep = run(&cfg).expect("ycsb run");
     assert!(rep.failures.is_empty(), "failures: {:?}", rep.failures);
     assert_eq!(rep.rounds, 3);

@@ -17,7 +17,7 @@
 //! In every case the process's open descriptors stay under a small bound (`/proc/self/fd`).
 
 mod common;
-use common::TestDb;
+use common::{noise, TestDb};
 
 use jackdaw::{Durability, Env, Error, FlusherMode, Options};
 use std::path::Path;
@@ -46,19 +46,6 @@ fn journal_files(dir: &Path) -> usize {
     std::fs::read_dir(dir.join("journal"))
         .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".jnl")).count())
         .unwrap_or(0)
-}
-
-/// Pseudo-random bytes (incompressible, so journal bytes are what is written).
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Runs `case` in a child with the lowered limit; returns its output, failing on a failed child.

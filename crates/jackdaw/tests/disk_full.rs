@@ -14,7 +14,7 @@
 mod common;
 mod fault;
 
-use common::tmpdir;
+use common::{noise, tmpdir};
 use fault::inject::{Call, FaultStorage};
 use jackdaw::internals::{FsStorage, MemStorage, OpenMode, Storage};
 use jackdaw::{Durability, Env, Error, FlusherMode, Options};
@@ -23,19 +23,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const DIR: &str = "/full/db";
-
-/// Pseudo-random bytes (incompressible).
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Grows {

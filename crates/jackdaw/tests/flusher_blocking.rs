@@ -350,16 +350,7 @@ fn the_background_flusher_syncs_full_journal_files_before_a_commit_must() {
             while n < 64 && !gate.wait_held_or(1, Duration::from_millis(200), || false) {
                 let mut tx = e.write().unwrap();
                 let t = tx.open_tree("t").unwrap().unwrap();
-                let mut x = (u64::from(n) * 0x9E37_79B9_7F4A_7C15) | 1;
-                let v: Vec<u8> = (0..16 << 10)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect();
-                tx.put(&t, n.to_be_bytes(), v).unwrap();
+                tx.put(&t, n.to_be_bytes(), noise(u64::from(n), 16 << 10)).unwrap();
                 tx.commit().unwrap();
                 n += 1;
             }

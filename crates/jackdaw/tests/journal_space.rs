@@ -29,17 +29,7 @@ fn commit_n(env: &Env, first: u32, n: u32, len: usize) {
         None => tx.create_tree("t").unwrap(),
     };
     for i in first..first + n {
-        // Incompressible, so the journal holds what is written.
-        let mut x = (u64::from(i) * 0x9E37_79B9_7F4A_7C15) | 1;
-        let v: Vec<u8> = (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        tx.put(&t, i.to_be_bytes(), v).unwrap();
+        tx.put(&t, i.to_be_bytes(), common::noise(u64::from(i), len)).unwrap();
     }
     tx.commit().unwrap();
 }

@@ -388,6 +388,13 @@ impl Rng {
     }
 }
 
+/// `len` pseudo-random bytes from `seed` (incompressible: the journal holds what is written).
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    Rng::new(seed).fill_bytes(&mut v);
+    v
+}
+
 /// The seed given in `JACKDAW_SEED` (decimal or 0x-hex), if any.
 pub fn env_seed() -> Option<u64> {
     let s = std::env::var("JACKDAW_SEED").ok()?;
