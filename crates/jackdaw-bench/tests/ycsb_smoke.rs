@@ -19,6 +19,16 @@ fn seed() -> u64 {
     s
 }
 
+/// An empty directory `name` under the tests' temporary directory, and the built-in workloads
+/// `letters` at `n` records and `n` operations.
+fn fresh(name: &str, letters: &[&str], n: u32) -> (PathBuf, Vec<Spec>) {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let overrides = vec![format!("recordcount={n}"), format!("operationcount={n}")];
+    (base, letters.iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect())
+}
+
 /// A one-thread `buff` run of `specs` on `engines` under `base`, in `repeat` rounds, printing
 /// nothing and writing no report.
 fn tiny(base: &std::path::Path, engines: Vec<Kind>, specs: Vec<Spec>, repeat: usize) -> YcsbConfig {
@@ -44,11 +54,7 @@ fn tiny(base: &std::path::Path, engines: Vec<Kind>, specs: Vec<Spec>, repeat: us
 
 #[test]
 fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-ycsb-smoke");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let overrides = vec!["recordcount=1000".to_string(), "operationcount=1000".to_string()];
-    let specs: Vec<Spec> = RUN_ORDER.iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
+    let (base, specs) = fresh("jackdaw-bench-ycsb-smoke", &RUN_ORDER, 1000);
     let engines = vec![Kind::Jackdaw, Kind::Lmdb, Kind::Redb, Kind::Sqlite];
     let cfg = YcsbConfig {
         json: Some(base.join("ycsb.json")),
@@ -120,11 +126,7 @@ fn ycsb_tiny_reads_back_the_load_and_keeps_the_mix() {
 /// that engine's median round, with all three rounds listed (in the JSON and `--verbose`).
 #[test]
 fn ycsb_repeat_reports_each_engines_median_round() {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jackdaw-bench-ycsb-repeat");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let overrides = vec!["recordcount=500".to_string(), "operationcount=500".to_string()];
-    let specs: Vec<Spec> = ["a", "d"].iter().map(|l| Spec::builtin(l, &overrides).unwrap()).collect();
+    let (base, specs) = fresh("jackdaw-bench-ycsb-repeat", &["a", "d"], 500);
     let cfg = tiny(&base, vec![Kind::Jackdaw, Kind::Lmdb], specs, 3);
     let rep = run(&cfg).expect("ycsb run");
     assert!(rep.failures.is_empty(), "failures: {:?}", rep.failures);

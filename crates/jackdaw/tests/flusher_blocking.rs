@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::gate::{GatedStorage, Point, ReleaseOnDrop};
+use common::gate::{Gate, GatedStorage, Point, ReleaseOnDrop};
 use common::*;
 use jackdaw::internals::SyncSite;
 use jackdaw::{Durability, Env, FlusherMode, Options};
@@ -31,6 +31,22 @@ fn with_deadline<T: Send + 'static>(
         let _ = tx.send(r);
     });
     rx.recv_timeout(limit).ok()
+}
+
+/// What `with_deadline` returned; on a panic or past the deadline the gate is opened first (so
+/// that nothing stays held behind it), then the panic goes on, or `late()` is the panic's message.
+fn finished_or_release<T>(r: Option<std::thread::Result<T>>, gate: &Gate, late: impl FnOnce() -> String) -> T {
+    match r {
+        Some(Ok(v)) => v,
+        Some(Err(panic)) => {
+            gate.release();
+            std::panic::resume_unwind(panic);
+        }
+        None => {
+            gate.release();
+            panic!("{}", late());
+        }
+    }
 }
 
 fn opts(gs: &GatedStorage, background: bool) -> Options {
@@ -115,17 +131,9 @@ fn commits_proceed_while_flush_held(site: SyncSite, background: bool, modes: &'s
         drop(e.try_write().unwrap());
         added
     });
-    let added = match work {
-        Some(Ok(a)) => a,
-        Some(Err(panic)) => {
-            gs.gate.release();
-            std::panic::resume_unwind(panic);
-        }
-        None => {
-            gs.gate.release();
-            panic!("{what}: commits and reads did not complete within {DEADLINE:?}: they wait for the flush");
-        }
-    };
+    let added = finished_or_release(work, &gs.gate, || {
+        format!("{what}: commits and reads did not complete within {DEADLINE:?}: they wait for the flush")
+    });
     // The flush is still held: everything above ran while it was inside the sync.
     assert_eq!(gs.gate.waiting(), 1, "{what}");
     if let Some(h) = &flush {
@@ -356,17 +364,9 @@ fn the_background_flusher_syncs_full_journal_files_before_a_commit_must() {
             }
             n
         });
-        let n = match work {
-            Some(Ok(n)) => n,
-            Some(Err(panic)) => {
-                gs.gate.release();
-                std::panic::resume_unwind(panic);
-            }
-            None => {
-                gs.gate.release();
-                panic!("{durability:?}: a commit waited in a journal sync within {DEADLINE:?}");
-            }
-        };
+        let n = finished_or_release(work, &gs.gate, || {
+            format!("{durability:?}: a commit waited in a journal sync within {DEADLINE:?}")
+        });
         assert!(n < 64, "{durability:?}: 64 commits (16 journal files) and no journal sync held");
         // Three records of 16 KiB and their headers fill a file: not before the third file.
         assert!(n >= 7, "{durability:?}: a journal sync after {n} commits, before two files were full");

@@ -352,10 +352,10 @@ impl DataFile {
         let step = |cur: u64| {
             let cur_pages = cur / ps;
             let to = cur_pages.saturating_add(grow_step(cur_pages)).max(pages).saturating_mul(ps);
-            if !self.has_room(to.saturating_sub(cur)) {
-                need
-            } else {
+            if self.has_room(to.saturating_sub(cur)) {
                 to
+            } else {
+                need
             }
         };
         match self.grow(need, step) {

@@ -1090,8 +1090,6 @@ impl Prepared {
     }
 }
 
-/// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
-/// bug of this module, reported as an error rather than a panic.
 /// After a commit: wake the flusher when a flush is due; else, when it runs in the background,
 /// ask it to sync the journal (`sync_ahead`: `Journal::sync_ahead_due`) or to grow the data file
 /// ahead of the writer (the high-water mark `next_page` past 7/8 of the file).
@@ -1111,6 +1109,8 @@ fn wake_flusher_after(core: &Core, sync_ahead: bool, wrote_once: bool, next_page
     }
 }
 
+/// The bytes of a dirty page buffer, which nothing else holds (invariant 2); a shared one is a
+/// bug of this module, reported as an error rather than a panic.
 fn unique(buf: &mut PageBuf) -> Result<&mut [u8]> {
     buf.get_mut().ok_or_else(|| Error::Invalid("internal: a dirty page buffer is shared".into()))
 }
