@@ -84,6 +84,8 @@ struct LogInner {
     log: Tree,
     meta: Tree,
     syncer: Mutex<Option<mpsc::Sender<LogFlushed<TypeConfig>>>>,
+    /// Taken by the syncer between a group's first callback and its sync (see `hold_syncer`).
+    gate: Arc<Mutex<()>>,
     counters: Arc<LogCounters>,
 }
 
@@ -104,12 +106,22 @@ impl LogStore {
         tx.commit()?;
         let counters = Arc::new(LogCounters::default());
         let (send, recv) = mpsc::channel::<LogFlushed<TypeConfig>>();
-        let (e, c) = (env.clone(), counters.clone());
+        let gate = Arc::new(Mutex::new(()));
+        let (e, g, c) = (env.clone(), gate.clone(), counters.clone());
         std::thread::Builder::new()
             .name("raft-log-sync".into())
-            .spawn(move || syncer(e, recv, c))
+            .spawn(move || syncer(e, recv, &g, c))
             .map_err(|e| jackdaw::Error::Io { op: "start log syncer thread", source: Arc::new(e) })?;
-        Ok(LogStore { inner: Arc::new(LogInner { env, log, meta, syncer: Mutex::new(Some(send)), counters }) })
+        let inner = LogInner { env, log, meta, syncer: Mutex::new(Some(send)), gate, counters };
+        Ok(LogStore { inner: Arc::new(inner) })
+    }
+
+    /// Hold the group syncer before its next sync until the guard is dropped: the callbacks
+    /// queued meanwhile all join that sync's group. For tests, which make a group this way
+    /// instead of hoping the scheduler makes one.
+    #[doc(hidden)]
+    pub fn hold_syncer(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner.gate.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The environment (for `check()` and statistics).
@@ -223,8 +235,9 @@ impl LogStore {
 
 /// The group syncer: takes every callback queued, makes the log durable with one `Env::sync()`,
 /// then completes them in order. The callbacks queued while a sync runs form the next group.
-fn syncer(env: Env, recv: mpsc::Receiver<LogFlushed<TypeConfig>>, counters: Arc<LogCounters>) {
+fn syncer(env: Env, recv: mpsc::Receiver<LogFlushed<TypeConfig>>, gate: &Mutex<()>, counters: Arc<LogCounters>) {
     while let Ok(first) = recv.recv() {
+        drop(gate.lock().unwrap_or_else(|p| p.into_inner()));
         let mut group = vec![first];
         while let Ok(more) = recv.try_recv() {
             group.push(more);
@@ -299,12 +312,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let me = self.clone();
         // Committed (Buffered) when this returns: readable at once, durable after the group sync.
         blocking(move || me.write_entries(&entries)).await.map_err(|e| StorageIOError::write_logs(any(e)))?;
-        let c = &self.inner.counters;
-        c.appends.fetch_add(1, Ordering::Relaxed);
-        c.entries.fetch_add(n, Ordering::Relaxed);
         let guard = self.inner.syncer.lock().unwrap();
         match guard.as_ref() {
-            Some(s) if s.send(callback).is_ok() => Ok(()),
+            Some(s) if s.send(callback).is_ok() => {
+                // Counted once queued, so that a test holding the syncer knows when all are.
+                let c = &self.inner.counters;
+                c.appends.fetch_add(1, Ordering::Relaxed);
+                c.entries.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            }
             _ => Err(StorageIOError::write_logs(any("the log store is closed")).into()),
         }
     }
