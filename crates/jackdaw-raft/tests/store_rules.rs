@@ -78,6 +78,7 @@ fn truncate_and_purge_leave_no_holes_and_a_reopened_store_reports_what_was_ackno
 
 /// Appends queued while a sync runs (here: while the test holds the syncer) share one sync.
 #[test]
+#[allow(clippy::await_holding_lock)] // the hold blocks the syncer thread, not a task of this runtime
 fn concurrent_appends_are_grouped_under_one_sync() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     rt().block_on(async {
