@@ -210,21 +210,67 @@ fn main() -> ExitCode {
     }
 }
 
+/// What a `load` or `put` about to open `db` for writing would make, so that a failure can take
+/// exactly that away again: the directory itself, or a new database's files in a directory that
+/// exists (whatever was in it before stays), or nothing (the database is there already).
+enum Made {
+    Nothing,
+    Dir,
+    FilesBeside(std::collections::HashSet<std::ffi::OsString>),
+}
+
+impl Made {
+    fn before_opening(db: &Path) -> Made {
+        if !db.exists() {
+            Made::Dir
+        } else if db.join("data.jdb").exists() {
+            Made::Nothing
+        } else {
+            let names = std::fs::read_dir(db).map(|d| d.filter_map(|e| e.ok().map(|e| e.file_name())).collect());
+            Made::FilesBeside(names.unwrap_or_default())
+        }
+    }
+
+    /// Remove what was made; the error of the first removal that failed.
+    fn remove(&self, db: &Path) -> std::io::Result<()> {
+        match self {
+            Made::Nothing => Ok(()),
+            Made::Dir => std::fs::remove_dir_all(db),
+            Made::FilesBeside(before) => {
+                for e in std::fs::read_dir(db)? {
+                    let e = e?;
+                    if !before.contains(&e.file_name()) {
+                        match e.file_type()?.is_dir() {
+                            true => std::fs::remove_dir_all(e.path())?,
+                            false => std::fs::remove_file(e.path())?,
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A `load` or `put` (`what`) that failed, with what it leaves said: a load commits every
 /// `dump::LOAD_TXN_BYTES`, so the entries before the failure may stay; a database this command
-/// created is removed again, so that a failed write into a new path leaves nothing behind.
-/// `env` is `None` when the open itself failed (a low descriptor limit can fail it after the
-/// database's files were made).
-fn failed_write(mut f: Fail, env: Option<Env>, db: &Path, created: bool, committed: u64, what: &str) -> Fail {
+/// created is removed again (the directory if it made it, else the files it made in it), so
+/// that a failed write into a new path leaves nothing behind. `env` is `None` when the open
+/// itself failed (a low descriptor limit can fail it after the database's files were made).
+fn failed_write(mut f: Fail, env: Option<Env>, db: &Path, made: &Made, committed: u64, what: &str) -> Fail {
     let said = jackdaw::report(f.err.as_ref());
-    let left = if created {
+    let left = if !matches!(made, Made::Nothing) {
         // Closed first: no thread of it writes into the directory while it goes.
         if let Some(env) = env {
             let _ = env.close();
         }
-        match std::fs::remove_dir_all(db) {
-            Ok(()) => format!("nothing was kept: {} was created for this {what} and is removed again", db.display()),
-            Err(r) => format!("{} was created for this {what}; removing it failed ({r})", db.display()),
+        let which = match made {
+            Made::Dir => format!("{} was created", db.display()),
+            _ => format!("a new database was created in {}", db.display()),
+        };
+        match made.remove(db) {
+            Ok(()) => format!("nothing was kept: {which} for this {what} and is removed again"),
+            Err(r) => format!("{which} for this {what}; removing it failed ({r})"),
         }
     } else if committed > 0 {
         format!("the first {committed} entries were loaded before it and stay in {}", db.display())
@@ -382,8 +428,8 @@ fn run(cli: Cli) -> Res<u8> {
                 }
                 None => (Box::new(std::io::stdin().lock()), 0),
             };
-            let created = !db.exists();
-            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, created, 0, "load"))?;
+            let made = Made::before_opening(&db);
+            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, &made, 0, "load"))?;
             let mut committed = 0u64;
             match dump::load(&env, input, tree.as_deref(), len, &mut committed) {
                 Ok(n) => {
@@ -391,7 +437,7 @@ fn run(cli: Cli) -> Res<u8> {
                     eprintln!("jackdaw: loaded {n} entries");
                     Ok(0)
                 }
-                Err(e) => Err(failed_write(Fail::from(e), Some(env), &db, created, committed, "load")),
+                Err(e) => Err(failed_write(Fail::from(e), Some(env), &db, &made, committed, "load")),
             }
         }
         Cmd::Get { db, tree, key, hex } => {
@@ -421,8 +467,8 @@ fn run(cli: Cli) -> Res<u8> {
             // Parsed first: bad input creates nothing. A new database is said on stderr (so that a
             // mistyped path does not make one unnoticed), and removed again if the put fails.
             let (key, value) = (arg(&key, hex)?, arg(&value, hex)?);
-            let (new_db, created) = (!db.join("data.jdb").exists(), !db.exists());
-            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, created, 0, "put"))?;
+            let made = Made::before_opening(&db);
+            let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, &made, 0, "put"))?;
             let put = || -> Res<()> {
                 let mut tx = env.write()?;
                 let t = match tx.open_tree(&tree)? {
@@ -438,10 +484,10 @@ fn run(cli: Cli) -> Res<u8> {
                 Ok(())
             };
             if let Err(f) = put() {
-                return Err(failed_write(f, Some(env), &db, created, 0, "put"));
+                return Err(failed_write(f, Some(env), &db, &made, 0, "put"));
             }
             env.close()?;
-            if new_db {
+            if !matches!(made, Made::Nothing) {
                 eprintln!("jackdaw: created a new database at {}", db.display());
             }
             Ok(0)

@@ -374,6 +374,16 @@ fn small_commands() {
         .unwrap();
     assert_eq!(low.status.code(), Some(2), "{}", err(&low));
     assert!(err(&low).contains("removed again") && !nothing.exists(), "{}", err(&low));
+    // Into a directory that exists with something of the user's in it: the database's files go
+    // again, the directory and the user's file stay.
+    let mine = d.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep me").unwrap();
+    let bad = jackdaw(&["put", p(&mine), "t", &long, "v"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", err(&bad));
+    let left: Vec<_> = std::fs::read_dir(&mine).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(err(&bad).contains("removed again") && left == ["notes.txt"], "{left:?}: {}", err(&bad));
+    assert_eq!(std::fs::read_to_string(mine.join("notes.txt")).unwrap(), "keep me");
     let second = jackdaw(&["put", a, "t", "a", "1"]);
     ok(&second);
     assert!(!err(&second).contains("created"), "{}", err(&second));
