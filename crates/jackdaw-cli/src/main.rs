@@ -210,13 +210,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// What a `load` or `put` about to open `db` for writing would make, so that a failure can take
-/// exactly that away again: the directory itself, or a new database's files in a directory that
-/// exists (whatever was in it before stays), or nothing (the database is there already).
+/// What a `load` or `put` about to open `db` for writing makes, so that a failure can take
+/// exactly that away again: the directory and the database in it, or a database in a directory
+/// that exists (whatever else is in it stays), or nothing (the database is there already).
+#[derive(PartialEq)]
 enum Made {
     Nothing,
     Dir,
-    FilesBeside(std::collections::HashSet<std::ffi::OsString>),
+    Database,
 }
 
 impl Made {
@@ -226,47 +227,39 @@ impl Made {
         } else if db.join("data.jdb").exists() {
             Made::Nothing
         } else {
-            let names = std::fs::read_dir(db).map(|d| d.filter_map(|e| e.ok().map(|e| e.file_name())).collect());
-            Made::FilesBeside(names.unwrap_or_default())
+            Made::Database
         }
     }
 
-    /// Remove what was made; the error of the first removal that failed.
-    fn remove(&self, db: &Path) -> std::io::Result<()> {
-        match self {
-            Made::Nothing => Ok(()),
-            Made::Dir => std::fs::remove_dir_all(db),
-            Made::FilesBeside(before) => {
-                for e in std::fs::read_dir(db)? {
-                    let e = e?;
-                    if !before.contains(&e.file_name()) {
-                        match e.file_type()?.is_dir() {
-                            true => std::fs::remove_dir_all(e.path())?,
-                            false => std::fs::remove_file(e.path())?,
-                        }
-                    }
-                }
-                Ok(())
-            }
+    /// Remove what was made: the database's files (`Env::destroy`), then the directory if this
+    /// command made it (only if empty: nothing of anyone else's goes).
+    fn remove(&self, db: &Path) -> Result<(), String> {
+        if *self == Made::Nothing {
+            return Ok(());
         }
+        Env::destroy(db).map_err(|e| jackdaw::report(&e))?;
+        if *self == Made::Dir {
+            std::fs::remove_dir(db).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 }
 
 /// A `load` or `put` (`what`) that failed, with what it leaves said: a load commits every
 /// `dump::LOAD_TXN_BYTES`, so the entries before the failure may stay; a database this command
-/// created is removed again (the directory if it made it, else the files it made in it), so
+/// created is removed again (its files, and the directory if the command made it), so
 /// that a failed write into a new path leaves nothing behind. `env` is `None` when the open
 /// itself failed (a low descriptor limit can fail it after the database's files were made).
 fn failed_write(mut f: Fail, env: Option<Env>, db: &Path, made: &Made, committed: u64, what: &str) -> Fail {
     let said = jackdaw::report(f.err.as_ref());
-    let left = if !matches!(made, Made::Nothing) {
+    let left = if *made != Made::Nothing {
         // Closed first: no thread of it writes into the directory while it goes.
         if let Some(env) = env {
             let _ = env.close();
         }
         let which = match made {
             Made::Dir => format!("{} was created", db.display()),
-            _ => format!("a new database was created in {}", db.display()),
+            _ => format!("a database was created in {}", db.display()),
         };
         match made.remove(db) {
             Ok(()) => format!("nothing was kept: {which} for this {what} and is removed again"),
@@ -487,7 +480,7 @@ fn run(cli: Cli) -> Res<u8> {
                 return Err(failed_write(f, Some(env), &db, &made, 0, "put"));
             }
             env.close()?;
-            if !matches!(made, Made::Nothing) {
+            if made != Made::Nothing {
                 eprintln!("jackdaw: created a new database at {}", db.display());
             }
             Ok(0)

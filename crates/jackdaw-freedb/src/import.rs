@@ -9,7 +9,7 @@ use crate::input::{read_entries, RawEntry};
 use crate::parse::{parse, Album, Warning};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use jackdaw::{BatchHandle, WriteBatch};
+use jackdaw::{BatchHandle, Env, WriteBatch};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -170,8 +170,8 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     }
     let source_name = source.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     crate::input::source_kind(source)?;
-    let created = !dir.exists();
-    let db = Db::open(dir)?;
+    let made = Made { dir: !dir.exists(), db: !dir.join("data.jdb").exists() };
+    let db = Db::open(dir).map_err(|e| made.take_back(e, dir))?;
     let r = db.env.read()?;
     let prior = db.mark(&r)?;
     let existing = db.albums.len(&r)?;
@@ -280,7 +280,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     });
     let written = match written {
         Ok(w) => w,
-        Err(e) => return Err(with_what_stays(e, db, created, source, dir)),
+        Err(e) => return Err(with_what_stays(e, db, &made, source, dir)),
     };
     stage.written = written;
     stage.write_secs = start.elapsed().as_secs_f64();
@@ -290,28 +290,54 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     finish(&db, &ix, &mark, stage, start, &window, started_at)
 }
 
-/// An import that stopped on an error (a damaged archive, a failed commit), with what the
-/// database holds of it said: the albums its committed batches hold, as its import mark counts
-/// them, and how to go on from there. A database this import `created` that holds none is
-/// removed again, so that a failed import into a new path leaves nothing behind.
-fn with_what_stays(e: anyhow::Error, db: Db, created: bool, source: &Path, dir: &Path) -> anyhow::Error {
-    let kept = db.env.read().ok().and_then(|r| db.mark(&r).ok().flatten()).map_or(0, |m| m.albums);
-    if kept == 0 {
-        if !created {
+/// What an import made before it began: the database directory, the database in it.
+struct Made {
+    dir: bool,
+    db: bool,
+}
+
+impl Made {
+    /// `e` with what stays said: a database this import made is taken back (its files by
+    /// `Env::destroy`, then the directory if the import made it and it is empty), so that a
+    /// failed import into a new path leaves nothing behind; one that was there is left as it is.
+    fn take_back(&self, e: anyhow::Error, dir: &Path) -> anyhow::Error {
+        if !self.db {
             return e;
         }
+        let what = match self.dir {
+            true => format!("{} was created for this import", dir.display()),
+            false => format!("a database was created in {} for this import", dir.display()),
+        };
+        let removed = Env::destroy(dir).map_err(|r| jackdaw::report(&r)).and_then(|()| {
+            if self.dir {
+                std::fs::remove_dir(dir).map_err(|r| r.to_string())
+            } else {
+                Ok(())
+            }
+        });
+        let left = match removed {
+            Ok(()) => format!("nothing was kept: {what} and is removed again"),
+            Err(r) => format!("{what}; removing it failed ({r})"),
+        };
+        anyhow::anyhow!("{}; {left}", jackdaw::report(e.as_ref()))
+    }
+}
+
+/// An import that stopped on an error (a damaged archive, a failed commit), with what the
+/// database holds of it said: the albums its committed batches hold, as its import mark counts
+/// them, and how to go on from there. A database this import made that holds none is taken
+/// back (`Made::take_back`).
+fn with_what_stays(e: anyhow::Error, db: Db, made: &Made, source: &Path, dir: &Path) -> anyhow::Error {
+    let kept = db.env.read().ok().and_then(|r| db.mark(&r).ok().flatten()).map_or(0, |m| m.albums);
+    if kept == 0 {
         // Closed first: no thread of it writes into the directory while it goes.
         let _ = db.env.close();
         drop(db);
-        let left = match std::fs::remove_dir_all(dir) {
-            Ok(()) => format!("nothing was kept: {} was created for this import and is removed again", dir.display()),
-            Err(r) => format!("{} was created for this import; removing it failed ({r})", dir.display()),
-        };
-        return anyhow::anyhow!("{}; {left}", jackdaw::report(e.as_ref()));
+        return made.take_back(e, dir);
     }
     anyhow::anyhow!(
         "{}; the {kept} albums before it are imported into {}: `freedb import --resume {} {}` continues after \
-         them once the source reads to its end",
+         them once what stopped it is put right",
         jackdaw::report(e.as_ref()),
         dir.display(),
         source.display(),

@@ -252,7 +252,7 @@ fn a_source_with_nothing_to_import_is_refused() {
 }
 
 #[test]
-fn a_source_that_cannot_be_read_leaves_no_import_mark_and_no_new_database() {
+fn a_source_that_cannot_be_read_leaves_no_new_database() {
     let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     // Not a tar archive at all (a text file under a tar name): nothing can be read from it.
@@ -265,17 +265,16 @@ fn a_source_that_cannot_be_read_leaves_no_import_mark_and_no_new_database() {
     assert!(msg.contains("junk.tar") && msg.contains("not a tar archive"), "{msg}");
     // Into a new path, nothing is left behind.
     assert!(msg.contains("removed again") && !db.exists(), "{msg}");
-    // Into a directory that was there, the database stays, without an import mark.
+    // Into a directory that was there: the database made in it goes again, the directory and
+    // what else is in it stay.
     std::fs::create_dir(&db).unwrap();
+    std::fs::write(db.join("notes.txt"), "mine").unwrap();
     let out = Command::new(EXE).args(["import", "-q"]).arg(&junk).arg(&db).output().unwrap();
     assert!(!out.status.success());
-    {
-        let d = Db::open_existing(&db).unwrap();
-        let r = d.env.read().unwrap();
-        assert!(d.mark(&r).unwrap().is_none(), "no import mark for a source nothing was read from");
-        drop(r);
-        d.env.close().unwrap();
-    }
+    let msg = String::from_utf8_lossy(&out.stderr);
+    let left: Vec<_> = std::fs::read_dir(&db).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(msg.contains("a database was created in") && msg.contains("removed again"), "{msg}");
+    assert_eq!(left, ["notes.txt"], "{msg}");
     // So the right source can be imported into the same directory, without --resume.
     let src = dir.path().join("d.tar");
     generate(200, 5, &src, |_| {}).unwrap();
@@ -286,4 +285,31 @@ fn a_source_that_cannot_be_read_leaves_no_import_mark_and_no_new_database() {
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(msg.contains("continues it from d.tar (not junk.tar)"), "{msg}");
+}
+
+/// An open that fails after the database's files were made (a low descriptor limit; a full disk
+/// fails it the same way) takes them back: into a new path nothing is left; into a directory
+/// that was there, only what was in it before.
+#[test]
+fn an_import_whose_database_does_not_open_leaves_nothing() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(50, 3, &src, |_| {}).unwrap();
+    let import_with_few_descriptors = |db: &Path| {
+        let sh = format!("ulimit -n 6; exec {EXE} import -q {} {}", src.display(), db.display());
+        let out = Command::new("sh").args(["-c", &sh]).output().unwrap();
+        let msg = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{msg}");
+        assert!(msg.contains("Too many open files") && msg.contains("removed again"), "{msg}");
+    };
+    let new = dir.path().join("new");
+    import_with_few_descriptors(&new);
+    assert!(!new.exists());
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "mine").unwrap();
+    import_with_few_descriptors(&mine);
+    let left: Vec<_> = std::fs::read_dir(&mine).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["notes.txt"]);
 }

@@ -10,7 +10,7 @@ use crate::ids::{PageNo, TxId};
 use crate::journal::{self, recovery, Journal, Space};
 use crate::options::{FlusherMode, Options};
 use crate::stats::{CheckReport, Counters, Problem, ProblemKind, Stats};
-use crate::storage::{LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
+use crate::storage::{FsStorage, LockAttempt, LockGuard, LockTarget, OpenMode, Storage, SyncSite};
 use crate::sync::thread::JoinHandle;
 use crate::sync::Mutex;
 use crate::txn::alloc::{count_set_bits, AllocSummary, Geometry};
@@ -90,6 +90,18 @@ impl Env {
                 group: crate::batch::Group::default(),
             }),
         })
+    }
+
+    /// Remove the database in directory `path`: its data file, its journal directory and its
+    /// `lock` file, and nothing else (other files in `path`, and `path` itself, stay). For a
+    /// program that created a database and must take it back (its first write failed), or for
+    /// tests. `Ok` when there is no database there; `Error::Locked` while an `Env` of this or
+    /// another process has it open (nothing is removed then).
+    ///
+    /// The data file goes first: once it is gone there is no database, and journal files a
+    /// failed removal leaves behind are ignored by the next `open` (they belong to no data file).
+    pub fn destroy(path: impl AsRef<Path>) -> Result<()> {
+        destroy_in(&FsStorage, path.as_ref())
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -370,6 +382,30 @@ fn open_core(dir: &Path, opts: Options) -> Result<Core> {
         counters,
         lock,
     }))
+}
+
+/// `Env::destroy` on `storage`: both locks taken as an open takes them (so an open `Env`
+/// refuses it), the files removed while they are held, the `lock` file last.
+fn destroy_in(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    let (lock_path, data_path, journal_dir) = (dir.join(LOCK_FILE), dir.join(DATA_FILE), dir.join(journal::DIR));
+    if ![&lock_path, &data_path, &journal_dir].iter().any(|p| storage.exists(p)) {
+        return Ok(());
+    }
+    let lock = take_lock(storage, dir, &lock_path, LockTarget::LockFile)?;
+    if storage.exists(&data_path) {
+        let data_lock = take_lock(storage, dir, &data_path, LockTarget::Existing)?;
+        storage.remove(&data_path).ctx("remove data file")?;
+        drop(data_lock);
+    }
+    if storage.exists(&journal_dir) {
+        for name in storage.list_dir(&journal_dir).ctx("list journal directory")? {
+            storage.remove(&journal_dir.join(name)).ctx("remove journal file")?;
+        }
+        storage.remove_dir(&journal_dir).ctx("remove journal directory")?;
+    }
+    storage.remove(&lock_path).ctx("remove lock file")?;
+    drop(lock);
+    storage.sync_dir(dir, SyncSite::DbDir).ctx("sync database directory")
 }
 
 /// `open_core`'s first step: create the database and journal directories if missing, take the
