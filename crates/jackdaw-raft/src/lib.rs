@@ -41,16 +41,49 @@ pub enum Request {
     Batch { ops: Vec<Request> },
 }
 
+impl Request {
+    /// Whether the state machine can apply this command: every key at most `max_key` bytes (the
+    /// environment's `jackdaw::max_key_size`) and every value at most `jackdaw::MAX_VALUE_SIZE`.
+    /// A `Batch` is checked op by op when applied (each op succeeds or is refused alone).
+    /// Leaders refuse such a command before it reaches the log; one already in a log (written by
+    /// an older build) is applied as a refusal on every node alike (`Response::error`), never as
+    /// a storage failure, which would stop the node at every restart.
+    pub fn check(&self, max_key: usize) -> Result<(), String> {
+        let key = |k: &str| match k.len() > max_key {
+            true => Err(format!("a key of {} bytes is over the limit of {max_key} bytes", k.len())),
+            false => Ok(()),
+        };
+        let value = |v: &str| match v.len() as u64 > jackdaw::MAX_VALUE_SIZE {
+            true => Err(format!("a value of {} bytes is over the limit of {} bytes", v.len(), jackdaw::MAX_VALUE_SIZE)),
+            false => Ok(()),
+        };
+        match self {
+            Request::Put { key: k, value: v } => key(k).and_then(|()| value(v)),
+            Request::Delete { key: k } => key(k),
+            Request::Cas { key: k, expected, new } => {
+                key(k)?;
+                expected.iter().chain(new).try_for_each(|v| value(v))
+            }
+            Request::MultiPut { pairs } => pairs.iter().try_for_each(|(k, v)| key(k).and_then(|()| value(v))),
+            Request::Batch { ops } => ops.iter().try_for_each(|op| op.check(max_key)),
+        }
+    }
+}
+
 /// What applying a [`Request`] returned.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Response {
-    /// False only for a compare-and-set whose expectation did not hold.
+    /// False for a compare-and-set whose expectation did not hold, and for a command refused
+    /// (`error` says why).
     pub ok: bool,
     /// The value before the command (for `Put`, `Delete`, `Cas`).
     pub previous: Option<String>,
     /// For a `Batch`: each command's response, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<Response>,
+    /// Why the command was refused (`Request::check`), changing nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 openraft::declare_raft_types!(

@@ -165,6 +165,9 @@ async fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 .write(&Request::Put { key, value }, Duration::from_secs(wait))
                 .await
                 .map_err(anyhow::Error::msg)?;
+            if let Some(e) = ack.response.error {
+                anyhow::bail!("refused: {e}");
+            }
             println!("ok: index {} term {} leader {}", ack.index, ack.term, ack.leader);
         }
         Cmd::Get { nodes, key, wait } => {

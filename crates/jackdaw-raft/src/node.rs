@@ -129,6 +129,10 @@ async fn raft_snapshot(
 }
 
 async fn api_write(State(a): St, Json(req): Json<Request>) -> Json<Reply<WriteAck>> {
+    // A command the state machine would refuse never enters the log.
+    if let Err(e) = req.check(a.sm.max_key()) {
+        return Json(Reply::Error(e));
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     if a.batcher.send((req, tx)).await.is_err() {
         return Json(Reply::Error("the node is shutting down".into()));

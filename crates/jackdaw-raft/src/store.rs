@@ -459,6 +459,7 @@ impl StateMachine {
     fn apply_blocking(&self, entries: Vec<Entry<TypeConfig>>) -> Result<Vec<Response>, String> {
         let cur = self.sh.cur.read().unwrap();
         let (_, mut applied, mut membership) = read_applied(&cur)?;
+        let max_key = jackdaw::max_key_size(cur.env.stats().page_size);
         let mut tx = cur.env.write().map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
@@ -474,7 +475,9 @@ impl StateMachine {
                     membership = StoredMembership::new(Some(e.log_id), m);
                     out.push(Response { ok: true, ..Default::default() });
                 }
-                EntryPayload::Normal(req) => out.push(apply_request(&mut tx, &cur.kv, req).map_err(|e| e.to_string())?),
+                EntryPayload::Normal(req) => {
+                    out.push(apply_request(&mut tx, &cur.kv, req, max_key).map_err(|e| e.to_string())?)
+                }
             }
         }
         tx.put(&cur.meta, K_APPLIED, enc(&applied)).map_err(|e| e.to_string())?;
@@ -567,7 +570,14 @@ fn write_current(dir: &Path, name: &str) -> std::io::Result<()> {
     sync_dir(dir)
 }
 
-fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request) -> jackdaw::Result<Response> {
+/// Apply one command; a command `Request::check` refuses changes nothing and answers its error
+/// (the same on every node), so that only a storage failure fails the apply.
+fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request, max_key: usize) -> jackdaw::Result<Response> {
+    if !matches!(req, Request::Batch { .. }) {
+        if let Err(e) = req.check(max_key) {
+            return Ok(Response { ok: false, error: Some(e), ..Default::default() });
+        }
+    }
     let get = |tx: &jackdaw::WriteTxn, k: &str| -> jackdaw::Result<Option<String>> {
         Ok(tx.get(kv, k)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
     };
@@ -604,14 +614,19 @@ fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request) -> jackdaw
         Request::Batch { ops } => {
             let mut results = Vec::with_capacity(ops.len());
             for op in ops {
-                results.push(apply_request(tx, kv, op)?);
+                results.push(apply_request(tx, kv, op, max_key)?);
             }
-            Response { ok: results.iter().all(|r| r.ok), previous: None, results }
+            Response { ok: results.iter().all(|r| r.ok), results, ..Default::default() }
         }
     })
 }
 
 impl SmShared {
+    /// The longest key the current database takes (`jackdaw::max_key_size` of its page size).
+    pub fn max_key(&self) -> usize {
+        jackdaw::max_key_size(self.cur.read().unwrap().env.stats().page_size)
+    }
+
     /// Read one key (from the current database).
     pub fn get(&self, key: &str) -> Result<Option<String>, String> {
         let cur = self.cur.read().unwrap();

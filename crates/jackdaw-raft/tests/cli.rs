@@ -122,6 +122,10 @@ fn a_node_by_hand_and_its_locked_data_directory() {
     // Before `init`, a write finds no leader and says how a cluster is formed.
     fails_with(exe().args(["put", "--wait", "1", "--nodes", &addr, "k", "v"]).output().unwrap(), "jackdaw-raft init");
     assert!(exe().args(["init", "--nodes", &addr]).output().unwrap().status.success());
+    // A key the engine cannot store is refused before it reaches the log, and the node serves on
+    // (it used to enter the log and shut the node down, at every restart too).
+    let long = "k".repeat(jackdaw::max_key_size(4096) + 1);
+    fails_with(exe().args(["put", "--wait", "2", "--nodes", &addr, &long, "v"]).output().unwrap(), "over the limit");
     let put = exe().args(["put", "--nodes", &addr, "album", "Ten"]).output().unwrap();
     assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
     let get = exe().args(["get", "--nodes", &addr, "album"]).output().unwrap();

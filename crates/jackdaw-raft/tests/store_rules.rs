@@ -200,6 +200,47 @@ fn applied_log_id_and_membership_travel_with_the_data() {
     });
 }
 
+/// A command the engine cannot store (a key over `max_key_size`) is applied as a refusal, the
+/// same on every node, and the node goes on: it was a storage error, which openraft answers by
+/// shutting the node down, and again at every restart, as the entry stays in the log.
+#[test]
+fn a_command_the_engine_refuses_is_answered_not_fatal() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    rt().block_on(async {
+        let mut sm = StateMachine::open(dir.path()).unwrap();
+        let max = sm.shared().max_key();
+        assert_eq!(max, jackdaw::max_key_size(4096));
+        let long = "k".repeat(max + 1);
+        let normal = |i: u64, req: Request| Entry { log_id: lid(1, i), payload: EntryPayload::Normal(req) };
+        let multi = Request::MultiPut { pairs: vec![("m1".into(), "x".into()), (long.clone(), "y".into())] };
+        let batch = Request::Batch {
+            ops: vec![Request::Put { key: "b1".into(), value: "1".into() }, Request::Delete { key: long.clone() }],
+        };
+        let r = sm
+            .apply([
+                normal(1, Request::Put { key: long.clone(), value: "v".into() }),
+                normal(2, multi),
+                normal(3, batch),
+            ])
+            .await
+            .unwrap();
+        assert!(!r[0].ok && r[0].error.as_deref().is_some_and(|e| e.contains("over the limit")), "{:?}", r[0]);
+        // A multi-put is all or nothing; a batch's ops stand alone.
+        assert!(!r[1].ok && r[1].error.is_some() && sm.shared().get("m1").unwrap().is_none(), "{:?}", r[1]);
+        assert!(!r[2].ok && r[2].results[0].ok && r[2].results[1].error.is_some(), "{:?}", r[2]);
+        assert_eq!(sm.shared().get("b1").unwrap().as_deref(), Some("1"));
+        let r = sm.apply([put(4, "after", "yes")]).await.unwrap();
+        assert!(r[0].ok && r[0].error.is_none());
+        let (applied, _) = sm.applied_state().await.unwrap();
+        assert_eq!(applied, Some(lid(1, 4)));
+        assert_eq!(
+            Request::Put { key: long, value: String::new() }.check(max).unwrap_err(),
+            format!("a key of {} bytes is over the limit of {max} bytes", max + 1)
+        );
+        sm.shared().check().unwrap();
+    });
+}
+
 #[test]
 fn installing_a_snapshot_replaces_the_content_atomically() {
     let (a, b) = (
