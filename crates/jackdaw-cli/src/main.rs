@@ -199,10 +199,19 @@ fn cannot_examine(e: &Error) -> bool {
 
 type Res<T = ()> = Result<T, Fail>;
 
+/// `println!` that fails instead of panicking when standard output is gone (a closed pipe:
+/// `jackdaw stat DB | head -3`); `main` then ends quietly, as `dump` and `scan` do.
+macro_rules! out {
+    ($($t:tt)*) => {
+        writeln!(std::io::stdout(), $($t)*).context("write to standard output")?
+    };
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        Err(f) if is_broken_pipe(&f.err) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("jackdaw: {}", jackdaw::report(f.err.as_ref()));
             ExitCode::from(f.code)
@@ -537,10 +546,10 @@ fn run(cli: Cli) -> Res<u8> {
                     .iter()
                     .map(|(n, m, e)| serde_json::json!({"name": n, "kind": if *m {"multi"} else {"plain"}, "entries": e}))
                     .collect();
-                println!("{}", serde_json::Value::Array(v));
+                out!("{}", serde_json::Value::Array(v));
             } else {
                 for (n, m, e) in rows {
-                    println!("{n}\t{}\t{e}", if m { "multi" } else { "plain" });
+                    out!("{n}\t{}\t{e}", if m { "multi" } else { "plain" });
                 }
             }
             Ok(0)
@@ -556,7 +565,9 @@ fn run(cli: Cli) -> Res<u8> {
                         .with_context(|| format!("write {}", p.display()))?;
                     eprintln!("jackdaw: wrote {}", p.display());
                 }
-                None => print!("{}", render::text(&tree, &layout)),
+                None => {
+                    write!(std::io::stdout(), "{}", render::text(&tree, &layout)).context("write to standard output")?
+                }
             }
             Ok(0)
         }
@@ -758,42 +769,53 @@ fn stat(db: &Path, trees: bool, json: bool) -> Res {
         "trees": if trees { serde_json::Value::Array(tree_rows.clone()) } else { serde_json::Value::Null },
     });
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?);
+        out!("{}", serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?);
         return Ok(());
     }
-    println!("database        {}", db.display());
-    println!("page size       {}", s.page_size);
-    println!("data file       {} bytes ({} above the high-water mark)", s.data_file_bytes, s.slack_bytes);
+    out!("database        {}", db.display());
+    out!("page size       {}", s.page_size);
+    out!("data file       {} bytes ({} above the high-water mark)", s.data_file_bytes, s.slack_bytes);
     for (n, b) in &journal {
-        println!("journal file    {n}: {b} bytes");
+        out!("journal file    {n}: {b} bytes");
     }
-    println!(
+    out!(
         "pages           {} in use ({} bytes), {} free, high-water mark {}",
-        s.pages_in_use, s.used_bytes, s.free_pages, s.next_page
+        s.pages_in_use,
+        s.used_bytes,
+        s.free_pages,
+        s.next_page
     );
-    println!(
+    out!(
         "pages by kind   branch {branch}, leaf {leaf}, overflow {overflow}, free-space map {bitmaps}, meta {meta}, tree catalog {catalog}"
     );
-    println!("last committed  transaction {}", s.last_committed_txid);
-    println!("last flushed    transaction {}", s.last_flushed_txid);
+    out!("last committed  transaction {}", s.last_committed_txid);
+    out!("last flushed    transaction {}", s.last_flushed_txid);
     if unflushed {
-        println!(
+        out!(
             "journal         {journal_bytes} bytes in files; transactions {}..={} are only in the journal (not yet in the data file)",
             s.last_flushed_txid.get() + 1,
             s.last_committed_txid
         );
     } else {
-        println!("journal         {journal_bytes} bytes in files; every transaction is in the data file");
+        out!("journal         {journal_bytes} bytes in files; every transaction is in the data file");
     }
-    println!("readers         0 in this process (readers of other processes are not visible; lag 0)");
+    out!("readers         0 in this process (readers of other processes are not visible; lag 0)");
     if trees {
-        println!();
-        println!(
+        out!();
+        out!(
             "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>6}",
-            "tree", "kind", "entries", "depth", "branch", "leaf", "overflow", "nested", "fill"
+            "tree",
+            "kind",
+            "entries",
+            "depth",
+            "branch",
+            "leaf",
+            "overflow",
+            "nested",
+            "fill"
         );
         for t in &tree_rows {
-            println!(
+            out!(
                 "{:<24} {:>5} {:>10} {:>5} {:>7} {:>7} {:>8} {:>7} {:>5.1}%",
                 t["name"].as_str().unwrap_or(""),
                 t["kind"].as_str().unwrap_or(""),
@@ -818,13 +840,24 @@ fn check(db: &Path, json: bool) -> Res<u8> {
             let damaged = f.err.chain().any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::Corrupted { .. })));
             let code = if damaged { 1 } else { 2 };
             if json {
-                println!("{}", serde_json::json!({"clean": false, "exit": code, "error": format!("{:#}", f.err)}));
+                // Unprinted (a closed pipe) or not, the exit code says what was found.
+                let v = serde_json::json!({"clean": false, "exit": code, "error": format!("{:#}", f.err)});
+                let _ = writeln!(std::io::stdout(), "{v}");
             }
             return Err(Fail { code, err: f.err });
         }
     };
     let report =
         env.check().map_err(|e| Fail { code: 2, err: anyhow::Error::new(e).context("check could not run") })?;
+    match print_check(&report, json) {
+        // A reader that stopped reading (`check DB | head -1`) still gets the exit code.
+        Err(f) if !is_broken_pipe(&f.err) => Err(f),
+        _ => Ok(if report.is_clean() { 0 } else { 1 }),
+    }
+}
+
+/// `check`'s report on standard output.
+fn print_check(report: &jackdaw::CheckReport, json: bool) -> Res {
     if json {
         let problems: Vec<_> = report
             .problems
@@ -838,7 +871,7 @@ fn check(db: &Path, json: bool) -> Res<u8> {
                 })
             })
             .collect();
-        println!(
+        out!(
             "{}",
             serde_json::json!({
                 "clean": report.is_clean(),
@@ -852,7 +885,7 @@ fn check(db: &Path, json: bool) -> Res<u8> {
             })
         );
     } else if report.is_clean() {
-        println!(
+        out!(
             "clean: {} pages checked ({} in use, {} free, {} reachable), {} journal records, {} live bytes",
             report.pages_checked,
             report.pages_in_use,
@@ -864,11 +897,11 @@ fn check(db: &Path, json: bool) -> Res<u8> {
     } else {
         for p in &report.problems {
             match p.page {
-                Some(pg) => println!("page {pg}: {}", p.detail),
-                None => println!("{}", p.detail),
+                Some(pg) => out!("page {pg}: {}", p.detail),
+                None => out!("{}", p.detail),
             }
         }
-        println!("damaged: {} problems", report.problems.len());
+        out!("damaged: {} problems", report.problems.len());
     }
-    Ok(if report.is_clean() { 0 } else { 1 })
+    Ok(())
 }

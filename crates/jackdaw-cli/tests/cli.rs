@@ -569,3 +569,34 @@ fn open_env(dir: impl AsRef<std::path::Path>, o: Options) -> Env {
         }
     }
 }
+
+/// A reader that stops reading (`jackdaw stat DB | head -1`): every command ends without a
+/// panic (the printing ones panicked in `println!` on the broken pipe, exit 101), `check` still
+/// with its verdict as exit code.
+#[test]
+fn a_closed_output_pipe_is_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    ok(&jackdaw(&["put", p(&db), "t", "k", "v"]));
+    for args in [
+        &["stat", p(&db)][..],
+        &["stat", p(&db), "--trees", "--json"],
+        &["check", p(&db)],
+        &["check", p(&db), "--json"],
+        &["trees", p(&db)],
+        &["trees", p(&db), "--json"],
+        &["tree", p(&db), "t"],
+        &["dump", p(&db)],
+        &["scan", p(&db), "t"],
+        &["get", p(&db), "t", "k"],
+    ] {
+        // The read end is closed before the command writes anything.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_jackdaw")).args(args).stdout(writer).output().unwrap();
+        assert!(!err(&o).contains("panicked"), "{args:?}: {}", err(&o));
+        if args[0] != "get" {
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {}", err(&o));
+        }
+    }
+}
