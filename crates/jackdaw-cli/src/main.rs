@@ -404,12 +404,7 @@ fn run(cli: Cli) -> Res<u8> {
         Cmd::Dump { db, trees, output } => {
             let env = open(&db, false, false)?;
             match output {
-                Some(p) => {
-                    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
-                    let mut w = std::io::BufWriter::new(f);
-                    dump::dump(&env, &trees, &mut w)?;
-                    w.flush().context("write dump")?;
-                }
+                Some(p) => dump_to_file(&env, &trees, &p)?,
                 None => {
                     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
                     match dump::dump(&env, &trees, &mut w).and_then(|_| w.flush().map_err(|e| e.into())) {
@@ -604,6 +599,35 @@ fn run(cli: Cli) -> Res<u8> {
             Ok(0)
         }
     }
+}
+
+/// `dump -o PATH`: a regular file (new, or one there) is written whole beside it and renamed
+/// over it once complete and synced, so that a failed dump (no such tree, damage, a full disk)
+/// leaves what was at `PATH` as it was and no partial file; anything else there (a FIFO, a
+/// device such as `/dev/stdout`) is written in place.
+fn dump_to_file(env: &Env, trees: &[String], p: &Path) -> Res {
+    let in_place = std::fs::metadata(p).is_ok_and(|m| !m.is_file());
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = match in_place {
+        true => p.to_path_buf(),
+        false => p.with_file_name(format!(".{name}.jackdaw-tmp-{}", std::process::id())),
+    };
+    let write = || -> Res {
+        let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        dump::dump(env, trees, &mut w).with_context(|| format!("dump into {}", p.display()))?;
+        let f = w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("write {}", p.display()))?;
+        if !in_place {
+            f.sync_all().with_context(|| format!("write {}", p.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("rename {} to {}", tmp.display(), p.display()))?;
+        }
+        Ok(())
+    };
+    write().inspect_err(|_| {
+        if !in_place {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    })
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

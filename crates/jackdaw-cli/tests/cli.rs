@@ -600,3 +600,26 @@ fn a_closed_output_pipe_is_not_a_panic() {
         }
     }
 }
+
+/// `dump -o FILE` that fails (here: no such tree) leaves a file that was there as it was and no
+/// partial file beside it; one that succeeds replaces it whole; a device is written in place.
+#[test]
+fn a_failed_dump_into_a_file_leaves_it_as_it_was() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    ok(&jackdaw(&["put", p(&db), "t", "k", "v"]));
+    let file = d.path().join("keep.dump");
+    std::fs::write(&file, "precious").unwrap();
+    let o = jackdaw(&["dump", p(&db), "-t", "nope", "-o", p(&file)]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("keep.dump") && err(&o).contains("no tree named"), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious");
+    let new = d.path().join("new.dump");
+    assert_eq!(jackdaw(&["dump", p(&db), "-t", "nope", "-o", p(&new)]).status.code(), Some(1));
+    let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "a failed dump left files: {names:?}");
+    ok(&jackdaw(&["dump", p(&db), "-t", "t", "-o", p(&file)]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("VERSION=3\n") && text.contains(" 6b\n 76\n"), "{text}");
+    ok(&jackdaw(&["dump", p(&db), "-t", "t", "-o", "/dev/null"]));
+}

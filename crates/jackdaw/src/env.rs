@@ -391,7 +391,12 @@ fn destroy_in(storage: &dyn Storage, dir: &Path) -> Result<()> {
     if ![&lock_path, &data_path, &journal_dir].iter().any(|p| storage.exists(p)) {
         return Ok(());
     }
-    let lock = take_lock(storage, dir, &lock_path, LockTarget::LockFile)?;
+    // Locked as they are, without writing the holder's pid (an open writes it): on a full disk
+    // the write fails, and the open it failed is what left the files to remove.
+    let lock = match storage.exists(&lock_path) {
+        true => Some(take_lock(storage, dir, &lock_path, LockTarget::Existing)?),
+        false => None,
+    };
     if storage.exists(&data_path) {
         let data_lock = take_lock(storage, dir, &data_path, LockTarget::Existing)?;
         storage.remove(&data_path).ctx("remove data file")?;
