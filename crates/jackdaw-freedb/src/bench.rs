@@ -36,7 +36,7 @@ use std::time::Instant;
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
     /// Albums to generate (ignored with --source).
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=crate::MAX_ALBUMS))]
     pub albums: u64,
     /// Generator seed (also draws the queries).
     #[arg(long, default_value_t = 1)]
@@ -49,13 +49,13 @@ pub struct BenchArgs {
     #[arg(long, default_value = "freedb-bench-tmp")]
     pub dir: PathBuf,
     /// Albums per batch (one durable commit each).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=crate::MAX_BATCH))]
     pub batch: usize,
     /// Queries per kind.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
     pub queries: usize,
     /// Albums a query returns at most.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub limit: usize,
     /// Engines, comma-separated: jackdaw (WriteBatch), jackdaw-txn (write transactions), sqlite,
     /// lmdb.
@@ -77,7 +77,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub reuse: bool,
     /// Rounds (every engine once a round, the order rotated); figures are medians.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub rounds: usize,
     /// LMDB's map size, GiB (address space reserved, not disk; lower it to run under valgrind).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -464,13 +464,16 @@ fn median_result(mut rs: Vec<EngineResult>) -> EngineResult {
     out
 }
 
+/// The engines `--engines` names.
+const ENGINES: [&str; 4] = ["jackdaw", "jackdaw-txn", "sqlite", "lmdb"];
+
 fn open_store(name: &str, dir: &Path, set: &[Index], lmdb_map_gib: u64) -> Result<Box<dyn Store>> {
     Ok(match name {
         "jackdaw" => Box::new(Jackdaw::open(dir, set, false)?),
         "jackdaw-txn" => Box::new(Jackdaw::open(dir, set, true)?),
         "sqlite" => Box::new(Sqlite::open(dir, set)?),
         "lmdb" => Box::new(Lmdb::open(dir, set, lmdb_map_gib)?),
-        other => bail!("unknown engine {other:?}: jackdaw, jackdaw-txn, sqlite or lmdb"),
+        other => bail!("unknown engine {other:?}: {}", ENGINES.join(", ")),
     })
 }
 
@@ -649,6 +652,10 @@ fn pct(v: &mut [u64], p: usize) -> f64 {
 pub fn run(a: BenchArgs) -> Result<()> {
     if a.batch == 0 || a.queries == 0 {
         bail!("--batch and --queries must be at least 1");
+    }
+    // Before anything is generated or made.
+    if let Some(other) = a.engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
+        bail!("unknown engine {other:?}: {}", ENGINES.join(", "));
     }
     std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
     let archive = match &a.source {

@@ -283,6 +283,9 @@ pub fn category_counts(n: u64) -> [u64; 11] {
 /// Write `albums` entries generated from `seed` as a tar archive to `out` (bzip2-compressed
 /// when the name ends in `.bz2`). `progress` is called with the number of entries written.
 pub fn generate(albums: u64, seed: u64, out: &Path, mut progress: impl FnMut(u64)) -> Result<GenReport> {
+    if albums > crate::MAX_ALBUMS {
+        anyhow::bail!("at most {} albums can be generated, not {albums}", crate::MAX_ALBUMS);
+    }
     let file = std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let w = std::io::BufWriter::with_capacity(1 << 20, file);
     let name = out.to_string_lossy();

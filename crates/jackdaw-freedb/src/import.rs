@@ -165,8 +165,8 @@ fn bar(mp: &MultiProgress, prefix: &'static str, unit: &'static str) -> Progress
 
 /// Import `source` into the database in `dir`.
 pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary> {
-    if opts.batch == 0 {
-        bail!("--batch must be at least 1");
+    if opts.batch == 0 || opts.batch as u64 > crate::MAX_BATCH {
+        bail!("--batch must be from 1 to {} albums", crate::MAX_BATCH);
     }
     let source_name = source.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     crate::input::source_kind(source)?;

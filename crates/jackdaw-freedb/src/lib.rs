@@ -23,3 +23,10 @@ pub mod import;
 pub mod input;
 pub mod parse;
 pub mod query;
+
+/// Most albums `generate`, `demo` and `bench` take: thirty times the real dump's 3.3 M (each
+/// program sizes its work by it up front, so a mistyped count is refused, not an abort).
+pub const MAX_ALBUMS: u64 = 100_000_000;
+
+/// Most albums a batch takes (`--batch`): a batch's albums are held in memory until committed.
+pub const MAX_BATCH: u64 = 100_000;

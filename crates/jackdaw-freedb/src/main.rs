@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use jackdaw_freedb::db::{index_key, Db, Index};
 use jackdaw_freedb::import::{import, reindex, ImportOptions, Mode};
 use jackdaw_freedb::query::{album_line, search, stats, Query};
+use jackdaw_freedb::{MAX_ALBUMS, MAX_BATCH};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,8 +23,8 @@ struct Cli {
 enum Cmd {
     /// Write a synthetic dump shaped like freedb-complete (.tar, or .tar.bz2).
     Generate {
-        /// Albums (entries) to write.
-        #[arg(long, default_value_t = 100_000)]
+        /// Albums (entries) to write (at most 100,000,000: thirty times the real dump).
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=MAX_ALBUMS))]
         albums: u64,
         /// Random seed.
         #[arg(long, default_value_t = 1)]
@@ -54,8 +55,8 @@ enum Cmd {
     },
     /// The showcase: generate, import with progress, kill -9 and resume, search, summary.
     Demo {
-        /// Albums to generate.
-        #[arg(long, default_value_t = 100_000)]
+        /// Albums to generate (1,000 to 100,000,000).
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..=MAX_ALBUMS))]
         albums: u64,
         /// Where to put the archive and the database (default: a temporary directory, removed).
         #[arg(long)]
@@ -76,7 +77,7 @@ struct ImportArgs {
     /// The database directory (created if missing).
     db: PathBuf,
     /// Albums per write batch.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_BATCH))]
     batch: usize,
     /// batch: WriteBatches (one commits while the next is built); txn: plain write transactions.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
@@ -124,7 +125,7 @@ struct SearchArgs {
     #[arg(long)]
     words: bool,
     /// At most this many albums.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000_000))]
     limit: usize,
 }
 

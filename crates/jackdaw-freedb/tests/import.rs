@@ -313,3 +313,35 @@ fn an_import_whose_database_does_not_open_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(&mine).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["notes.txt"]);
 }
+
+/// Counts a program sizes its work by are refused when out of range (exit 2, clap's message
+/// naming the range), before anything is made: a huge `--batch` panicked ("capacity overflow")
+/// or aborted on a failed allocation, leaving the new database; `generate` and `demo` alike;
+/// `bench` with an unknown engine named it only after generating its archive.
+#[test]
+fn counts_out_of_range_are_refused_before_anything_is_made() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(20, 3, &src, |_| {}).unwrap();
+    let db = dir.path().join("db");
+    let run = |args: &[&str]| {
+        let out = Command::new(EXE).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for batch in ["0", "100001", "4294967296", "18446744073709551615"] {
+        let (code, msg) = run(&["import", "-q", "--batch", batch, src.to_str().unwrap(), db.to_str().unwrap()]);
+        assert!(code == Some(2) && msg.contains("1..=100000"), "--batch {batch}: {code:?} {msg}");
+    }
+    let x = dir.path().join("x.tar");
+    let (code, msg) = run(&["generate", "--albums", "4294967296", "-o", x.to_str().unwrap()]);
+    assert!(code == Some(2) && msg.contains("1..=100000000"), "{code:?} {msg}");
+    let (code, msg) = run(&["demo", "--albums", "5"]);
+    assert!(code == Some(2) && msg.contains("1000..=100000000"), "{code:?} {msg}");
+    let bench_dir = dir.path().join("bench");
+    let (code, msg) =
+        run(&["bench", "--engines", "jackdaw,bogus", "--albums", "50", "--dir", bench_dir.to_str().unwrap()]);
+    assert!(code == Some(1) && msg.contains("unknown engine \"bogus\""), "{code:?} {msg}");
+    assert!(!db.exists() && !x.exists() && !bench_dir.exists());
+    assert!(jackdaw_freedb::gen::generate(jackdaw_freedb::MAX_ALBUMS + 1, 1, &x, |_| {}).is_err() && !x.exists());
+}
