@@ -229,7 +229,7 @@ impl Db {
     }
 
     /// The resume mark, if an import was started.
-    pub fn mark(&self, r: &ReadTxn) -> Result<Option<ImportMark>> {
+    pub fn mark<X: jackdaw::ReadAccess>(&self, r: X) -> Result<Option<ImportMark>> {
         match self.meta.get(r, MARK_KEY)? {
             None => Ok(None),
             Some(b) => Ok(Some(serde_json::from_slice(&b).context("the import mark in `meta` does not decode")?)),

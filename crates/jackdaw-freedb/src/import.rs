@@ -523,9 +523,13 @@ fn finish(
 /// batches of 10,000 albums. Returns the number of index entries.
 pub fn reindex(dir: &Path, index: Index) -> Result<u64> {
     let db = Db::open_existing(dir)?;
+    // Built beside the index under a name of its own (what an interrupted run left there goes
+    // first), then put in its place in one transaction: until then the index is as it was, so
+    // a reindex that fails or is killed half-way leaves no index half-built.
+    let building = format!("{}.reindex", index.tree_name());
     let mut tx = db.env.write()?;
-    tx.delete_tree(index.tree_name())?;
-    let t: jackdaw::TypedTree<String, u64> = tx.create_typed_multi(index.tree_name())?;
+    tx.delete_tree(&building)?;
+    let t: jackdaw::TypedTree<String, u64> = tx.create_typed_multi(&building)?;
     tx.commit()?;
     let mut after: Option<u64> = None;
     let mut keys = Vec::new();
@@ -554,15 +558,15 @@ pub fn reindex(dir: &Path, index: Index) -> Result<u64> {
         db.env.write_batch(batch)?;
         after = Some(last);
     }
-    // The import (if one continues later) maintains the index from now on.
-    let r = db.env.read()?;
-    let mark = db.mark(&r)?;
-    drop(r);
-    if let Some(mut m) = mark.filter(|m| !m.indexes.contains(&index)) {
+    // The new index in place of the old, and the import (if one continues later) maintaining it
+    // from now on, in one transaction.
+    let mut tx = db.env.write()?;
+    tx.delete_tree(index.tree_name())?;
+    tx.rename_tree(&building, index.tree_name())?;
+    if let Some(mut m) = db.mark(&mut tx)?.filter(|m| !m.indexes.contains(&index)) {
         m.indexes.push(index);
-        let mut batch = WriteBatch::new();
-        batch.put(&db.meta, MARK_KEY, &serde_json::to_vec(&m)?);
-        db.env.write_batch(batch)?;
+        db.meta.put(&mut tx, MARK_KEY, &serde_json::to_vec(&m)?)?;
     }
+    tx.commit()?;
     Ok(entries)
 }

@@ -345,3 +345,56 @@ fn counts_out_of_range_are_refused_before_anything_is_made() {
     assert!(!db.exists() && !x.exists() && !bench_dir.exists());
     assert!(jackdaw_freedb::gen::generate(jackdaw_freedb::MAX_ALBUMS + 1, 1, &x, |_| {}).is_err() && !x.exists());
 }
+
+/// A reindex that fails half-way (here: a damaged page of `albums`) leaves the index it was
+/// rebuilding as it was: it used to delete the index first and build it anew in batches, so a
+/// failure or a kill left it empty or partial, and searches quietly missed albums.
+#[test]
+fn a_reindex_that_fails_leaves_the_index_as_it_was() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("d.tar");
+    generate(600, 8, &src, |_| {}).unwrap();
+    let db = dir.path().join("db");
+    import(&src, &db, &ImportOptions::default()).unwrap();
+    let artists = |d: &Path| -> Option<u64> {
+        let d = Db::open_existing(d).ok()?;
+        let r = d.env.read().ok()?;
+        let n = d.index(&r, Index::Artists).ok()??.len(&r).ok();
+        drop(r);
+        let _ = d.env.close();
+        n
+    };
+    let before = artists(&db).unwrap();
+    assert!(before >= 600);
+    let data = std::fs::read(db.join("data.jdb")).unwrap();
+    // Damage one page of `albums` at a time (a copy each time; `check` names the tree a damaged
+    // page is in), which the reindex reads.
+    let mut failed = 0;
+    for page in 4..data.len() / 4096 {
+        let copy = dir.path().join(format!("copy-{page}"));
+        std::fs::create_dir(&copy).unwrap();
+        let mut bytes = data.clone();
+        bytes[page * 4096 + 2000] ^= 0xff;
+        std::fs::write(copy.join("data.jdb"), bytes).unwrap();
+        let in_albums = {
+            let env = jackdaw::Env::open(&copy, jackdaw::Options::default()).unwrap();
+            let report = env.check().unwrap();
+            env.close().unwrap();
+            report.problems.iter().any(|p| p.tree.as_deref() == Some("albums"))
+        };
+        if in_albums {
+            assert!(reindex(&copy, Index::Artists).is_err(), "page {page} of albums damaged, yet the reindex ran");
+            assert_eq!(artists(&copy), Some(before), "page {page} of albums damaged: the index lost entries");
+            failed += 1;
+        }
+        std::fs::remove_dir_all(&copy).unwrap();
+        if failed == 3 {
+            break;
+        }
+    }
+    assert_eq!(failed, 3, "fewer than three pages of albums found");
+    // Undamaged, it rebuilds the index to the same entries.
+    assert_eq!(reindex(&db, Index::Artists).unwrap(), before);
+    assert_eq!(artists(&db), Some(before));
+}
