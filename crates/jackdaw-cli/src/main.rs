@@ -233,10 +233,11 @@ impl Made {
     fn before_opening(db: &Path) -> Made {
         if !db.exists() {
             Made::Dir
-        } else if db.join("data.jdb").exists() {
-            Made::Nothing
-        } else {
+        } else if db.is_dir() && !db.join("data.jdb").exists() {
             Made::Database
+        } else {
+            // A database there already, or a file: the open makes nothing.
+            Made::Nothing
         }
     }
 
@@ -285,7 +286,17 @@ fn failed_write(mut f: Fail, env: Option<Env>, db: &Path, made: &Made, committed
 
 /// The failure of a command that needs a database where there is none (exit 2).
 fn not_a_database(db: &Path) -> Fail {
-    Fail { code: 2, err: anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()) }
+    let err = match db.is_file() {
+        true => anyhow!(
+            "{} is a file; a Jackdaw database is the directory that holds data.jdb{}",
+            db.display(),
+            db.parent()
+                .filter(|p| db.ends_with("data.jdb") && !p.as_os_str().is_empty())
+                .map_or(String::new(), |p| format!(" (here {})", p.display()))
+        ),
+        false => anyhow!("{} is not a Jackdaw database (no data.jdb in it)", db.display()),
+    };
+    Fail { code: 2, err }
 }
 
 /// Open `db` (read-only unless `write`), with the lock message a person can act on.
@@ -509,7 +520,11 @@ fn run(cli: Cli) -> Res<u8> {
             tx.commit()?;
             env.close()?;
             if !found {
-                return Err(Fail { code: 1, err: anyhow!("key {} not found in {tree}", show(&key, hex)) });
+                let what = match &value {
+                    Some(v) => format!("value {v} of key {} not found in {tree}", show(&key, hex)),
+                    None => format!("key {} not found in {tree}", show(&key, hex)),
+                };
+                return Err(Fail { code: 1, err: anyhow!(what) });
             }
             Ok(0)
         }

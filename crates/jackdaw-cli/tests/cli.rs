@@ -623,3 +623,37 @@ fn a_failed_dump_into_a_file_leaves_it_as_it_was() {
     assert!(text.starts_with("VERSION=3\n") && text.contains(" 6b\n 76\n"), "{text}");
     ok(&jackdaw(&["dump", p(&db), "-t", "t", "-o", "/dev/null"]));
 }
+
+/// Messages say what is wrong: a database path that is a file (the data file itself points to
+/// its directory; a `put` there says it changed nothing), a value missing under a key that is
+/// there.
+#[test]
+fn messages_name_what_is_wrong() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    {
+        let env = Env::open(&db, Options::default()).unwrap();
+        let mut tx = env.write().unwrap();
+        let m = tx.create_multi_tree("m").unwrap();
+        tx.multi_put(&m, b"k", b"v1").unwrap();
+        tx.commit().unwrap();
+        env.close().unwrap();
+    }
+    let o = jackdaw(&["stat", p(&db.join("data.jdb"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("is a file; a Jackdaw database is the directory") && err(&o).contains(p(&db)),
+        "{}",
+        err(&o)
+    );
+    let file = d.path().join("afile");
+    std::fs::write(&file, "x").unwrap();
+    let o = jackdaw(&["put", p(&file), "t", "k", "v"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("is unchanged") && !err(&o).contains("created"), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    let o = jackdaw(&["del", p(&db), "m", "k", "v3"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("value v3 of key k not found in m"), "{}", err(&o));
+    ok(&jackdaw(&["del", p(&db), "m", "k", "v1"]));
+}

@@ -657,6 +657,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if let Some(other) = a.engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
         bail!("unknown engine {other:?}: {}", ENGINES.join(", "));
     }
+    let made_dir = !a.dir.exists();
     std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
     let archive = match &a.source {
         Some(s) => s.clone(),
@@ -809,6 +810,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
     }
     if !a.keep && !a.reuse && a.source.is_none() {
         std::fs::remove_file(&archive).ok();
+    }
+    if made_dir && !a.keep && !a.reuse {
+        // The directory this run made, if nothing else is in it now.
+        std::fs::remove_dir(&a.dir).ok();
     }
     let results: Vec<EngineResult> = per.into_iter().map(|(_, rs)| median_result(rs)).collect();
     // Medians (0 for none: `--reuse` runs no pipeline).

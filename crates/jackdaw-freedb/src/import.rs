@@ -170,7 +170,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     }
     let source_name = source.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     crate::input::source_kind(source)?;
-    let made = Made { dir: !dir.exists(), db: !dir.join("data.jdb").exists() };
+    let made = Made { dir: !dir.exists(), db: (dir.is_dir() || !dir.exists()) && !dir.join("data.jdb").exists() };
     let db = Db::open(dir).map_err(|e| made.take_back(e, dir))?;
     let r = db.env.read()?;
     let prior = db.mark(&r)?;

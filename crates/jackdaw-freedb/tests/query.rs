@@ -257,3 +257,19 @@ fn the_bench_runs_every_engine_both_passes() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("were not kept by a run of these albums"));
 }
+
+/// Without `--keep`, a bench run leaves nothing of its own: the directory it made goes too (it
+/// stayed, empty).
+#[test]
+fn the_bench_leaves_no_directory_it_made() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let bdir = dir.path().join("b");
+    let out = Command::new(env!("CARGO_BIN_EXE_freedb"))
+        .args(["bench", "--albums", "200", "--queries", "10", "--batch", "100", "--engines", "jackdaw", "--dir"])
+        .arg(&bdir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!bdir.exists(), "{} left behind", bdir.display());
+}

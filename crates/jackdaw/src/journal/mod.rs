@@ -73,3 +73,10 @@ pub(crate) struct JournalPos {
     pub generation: u64,
     pub offset: u64,
 }
+
+/// As a person finds it: the journal file's name (FORMAT.md §1) and the byte offset in it.
+impl std::fmt::Display for JournalPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{DIR}/{:016}.jnl, offset {}", self.generation, self.offset)
+    }
+}

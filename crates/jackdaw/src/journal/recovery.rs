@@ -267,7 +267,7 @@ pub(crate) fn scan(
         if h.txid != expected {
             return Err(Error::corrupted(
                 None,
-                format!("journal record at {pos:?} is transaction {} where {expected} was expected", h.txid),
+                format!("journal record at {pos} is transaction {} where {expected} was expected", h.txid),
             ));
         }
         visit(&h, &payload)?;
@@ -289,7 +289,7 @@ pub(crate) fn scan(
                     return Err(Error::corrupted(
                         None,
                         format!(
-                            "journal record of transaction {} at {p:?} follows the end of the log at transaction {}: records are missing",
+                            "journal record of transaction {} at {p} follows the end of the log at transaction {}: records are missing",
                             h.txid,
                             expected - 1
                         ),
