@@ -604,12 +604,28 @@ fn run(cli: Cli) -> Res<u8> {
             Ok(0)
         }
         Cmd::Restore { archive, dest } => {
-            let stats = if archive.as_os_str() == "-" {
-                jackdaw::restore_from(std::io::BufReader::new(std::io::stdin().lock()), &dest)?
+            let restored = if archive.as_os_str() == "-" {
+                jackdaw::restore_from(std::io::BufReader::new(std::io::stdin().lock()), &dest)
             } else {
                 let f = std::fs::File::open(&archive).with_context(|| format!("open {}", archive.display()))?;
-                jackdaw::restore_from(std::io::BufReader::new(f), &dest)?
+                if f.metadata().is_ok_and(|m| m.is_dir()) {
+                    return Err(anyhow!("{} is a directory, not a backup stream", archive.display()).into());
+                }
+                jackdaw::restore_from(std::io::BufReader::new(f), &dest)
             };
+            // The damage is in the stream, not in a database (the engine's `Corrupted` says
+            // "the database is damaged").
+            let stats = restored.map_err(|e| match e {
+                Error::Corrupted { reason, .. } => {
+                    let src = if archive.as_os_str() == "-" {
+                        "standard input".into()
+                    } else {
+                        archive.display().to_string()
+                    };
+                    Fail::from(anyhow!("{src} is not a whole, undamaged backup stream: {reason}; nothing was restored"))
+                }
+                e => Fail::from(e),
+            })?;
             eprintln!("jackdaw: restored transaction {} into {}", stats.txid, dest.display());
             Ok(0)
         }

@@ -541,7 +541,12 @@ pub(crate) fn restore_with_storage(storage: Arc<dyn Storage>, mut r: impl Read, 
         buf.resize(n as usize * ps, 0);
         read(&mut r, &mut buf, &mut hash)?;
         for (i, p) in buf.chunks(ps).enumerate() {
-            page::verify(p, crate::PageNo::new(first + i as u64))?;
+            page::verify(p, crate::PageNo::new(first + i as u64)).map_err(|e| match e {
+                Error::Corrupted { reason, .. } => {
+                    Error::corrupted(None, format!("backup stream: its copy of page {}: {reason}", first + i as u64))
+                }
+                e => e,
+            })?;
         }
         out.write_run(first, &buf)?;
         next_free = first + n;
@@ -551,6 +556,16 @@ pub(crate) fn restore_with_storage(storage: Arc<dyn Storage>, mut r: impl Read, 
     r.read_exact(&mut sum).map_err(truncated)?;
     if u64::from_le_bytes(sum) != hash.digest() {
         return Err(Error::corrupted(None, "the backup stream's checksum does not match its content"));
+    }
+    // A stream ends at its checksum: bytes after it mean another file, or two streams in one.
+    let mut more = [0u8; 1];
+    loop {
+        match r.read(&mut more) {
+            Ok(0) => break,
+            Ok(_) => return Err(Error::corrupted(None, "bytes follow the end of the backup stream")),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read backup stream", e)),
+        }
     }
     if seen != shape.pages {
         return Err(Error::corrupted(
@@ -626,8 +641,10 @@ impl DirOut {
         let name = dest
             .file_name()
             .ok_or_else(|| Error::Invalid(format!("backup destination {} has no directory name", dest.display())))?;
-        let tmp = dest.with_file_name(format!(".{}.backup-tmp-{}", name.to_string_lossy(), std::process::id()));
+        let prefix = format!(".{}.backup-tmp-", name.to_string_lossy());
+        let tmp = dest.with_file_name(format!("{prefix}{}", std::process::id()));
         remove_tree(storage.as_ref(), &tmp);
+        remove_orphans(storage.as_ref(), dest, &prefix);
         storage.create_dir_all(&tmp).ctx("create backup directory")?;
         storage.create_dir_all(&tmp.join(crate::journal::DIR)).ctx("create backup journal directory")?;
         Ok(DirOut {
@@ -722,4 +739,23 @@ fn remove_tree(storage: &dyn Storage, dir: &Path) {
         }
     }
     let _ = storage.remove_dir(dir);
+}
+
+/// Remove what backups or restores into the same destination left when their process died
+/// (`<prefix><pid>` beside `dest`, a pid no process has: killed mid-copy, nothing of theirs
+/// renames it any more). Only where `/proc` tells which processes live; a directory whose
+/// process lives (a backup running now) is left alone.
+fn remove_orphans(storage: &dyn Storage, dest: &Path, prefix: &str) {
+    let proc = Path::new("/proc");
+    let Some(parent) = dest.parent() else { return };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    if !proc.join("self").exists() {
+        return;
+    }
+    for name in storage.list_dir(parent).unwrap_or_default() {
+        let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !proc.join(pid.to_string()).exists() {
+            remove_tree(storage, &parent.join(&name));
+        }
+    }
 }

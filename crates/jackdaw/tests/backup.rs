@@ -73,7 +73,21 @@ fn backup_copy_opens_checks_and_equals_the_source() {
     let dir = TestDb::dir("backup-plain");
     let env = sample(&dir.path().join("db"), s);
     let before = content(&env);
+    // What a backup into the same destination left when its process was killed goes; that of a
+    // process still running (pid 1) stays.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let mut dead = dead;
+    dead.wait().unwrap();
+    let orphan = dir.path().join(format!(".copy.backup-tmp-{dead_pid}"));
+    let running = dir.path().join(".copy.backup-tmp-1");
+    for d in [&orphan, &running] {
+        std::fs::create_dir_all(d.join("journal")).unwrap();
+        std::fs::write(d.join("data.jdb"), [0u8; 8192]).unwrap();
+    }
     let stats = env.backup_to(dir.path().join("copy")).unwrap();
+    assert!(!orphan.exists() && running.exists(), "a killed backup's directory stays, or a running one's went");
+    std::fs::remove_dir_all(&running).unwrap();
     assert_eq!(stats.txid, env.stats().last_committed_txid);
     assert_eq!(stats.bytes, std::fs::metadata(dir.path().join("copy/data.jdb")).unwrap().len());
     assert_eq!(journal_files(&dir.path().join("copy")), 0, "a backup writes no journal");
@@ -218,6 +232,13 @@ fn stream_round_trip_and_damaged_streams() {
         let dest = dir.path().join(format!("cut{cut}"));
         let e = jackdaw::restore_from(&stream[..cut], &dest).unwrap_err();
         assert!(matches!(e, Error::Corrupted { .. }), "cut at {cut}: {e:?}");
+        assert!(!dest.exists());
+    }
+    // Two streams in one, or a stream with anything after it: refused, not the first restored.
+    for tail in [&stream[..], &b"x"[..]] {
+        let dest = dir.path().join("twice");
+        let e = jackdaw::restore_from(&[&stream[..], tail].concat()[..], &dest).unwrap_err();
+        assert!(matches!(&e, Error::Corrupted { reason, .. } if reason.contains("follow the end")), "{e:?}");
         assert!(!dest.exists());
     }
     let e = jackdaw::restore_from(
