@@ -156,6 +156,9 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64,
         }
         Ok(true)
     };
+    // Trees this load created (a later block of another kind into one of them is the input's
+    // mix, not a tree that was there).
+    let mut created: Vec<String> = Vec::new();
     loop {
         // A header, or the end of the input.
         let mut h = Header::default();
@@ -212,15 +215,27 @@ pub(crate) fn load(env: &Env, mut r: impl BufRead, tree: Option<&str>, len: u64,
             ),
         };
         let mut t = tx.take().map_or_else(|| env.write(), Ok)?;
+        let kind = |multi: bool| if multi { "DUPSORT" } else { "plain" };
         let mut handle = match t.open_tree(&name)? {
+            Some(x) if x.is_multi() != h.dupsort && tree.is_some() && created.contains(&name) => bail!(
+                "line {lineno}: -t {name} loads every block of the input into one tree, but this block is a {} \
+                 database and an earlier one was not: load them into separate trees (without -t, each \
+                 block goes into the tree its header names)",
+                kind(h.dupsort)
+            ),
             Some(x) if x.is_multi() != h.dupsort => bail!(
                 "tree {name} exists as a {} tree, the input holds a {} database",
                 if x.is_multi() { "multi-value" } else { "plain" },
-                if h.dupsort { "DUPSORT" } else { "plain" }
+                kind(h.dupsort)
             ),
             Some(x) => x,
-            None if h.dupsort => t.create_multi_tree(&name)?,
-            None => t.create_tree(&name)?,
+            None => {
+                created.push(name.clone());
+                match h.dupsort {
+                    true => t.create_multi_tree(&name)?,
+                    false => t.create_tree(&name)?,
+                }
+            }
         };
         tx = Some(t);
         // Data lines: key, value, key, value, ... up to DATA=END.

@@ -657,3 +657,19 @@ fn messages_name_what_is_wrong() {
     assert!(err(&o).contains("value v3 of key k not found in m"), "{}", err(&o));
     ok(&jackdaw(&["del", p(&db), "m", "k", "v1"]));
 }
+
+/// `load -t TREE` of an input whose blocks mix plain and DUPSORT databases says so (it said the
+/// tree, which this load had just made, "exists as a plain tree").
+#[test]
+fn a_load_into_one_tree_of_mixed_blocks_says_why_it_stops() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let mixed = "VERSION=3\nformat=bytevalue\ndatabase=a\ntype=btree\nHEADER=END\n 61\n 31\nDATA=END\n\
+                 VERSION=3\nformat=bytevalue\ndatabase=b\ntype=btree\ndupsort=1\nHEADER=END\n 62\n 32\nDATA=END\n";
+    let o = jackdaw_in(&["load", p(&db), "-t", "one"], mixed.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("-t one loads every block of the input into one tree"), "{}", err(&o));
+    // Without -t each block has its tree.
+    ok(&jackdaw_in(&["load", p(&db)], mixed.as_bytes()));
+    assert_eq!(ok(&jackdaw(&["trees", p(&db)])), "a\tplain\t1\nb\tmulti\t1\n");
+}
