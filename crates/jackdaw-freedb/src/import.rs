@@ -214,7 +214,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     let window = Window::open(dir);
     let start = Instant::now();
     if mark.done {
-        return finish(&db, &ix, &mark, Stage::default(), start, &window, started_at);
+        return finish(db, &ix, &mark, Stage::default(), start, &window, started_at);
     }
 
     let mp = MultiProgress::with_draw_target(if opts.progress {
@@ -287,7 +287,7 @@ pub fn import(source: &Path, dir: &Path, opts: &ImportOptions) -> Result<Summary
     for b in [&b_read, &b_parse, &b_write] {
         b.finish();
     }
-    finish(&db, &ix, &mark, stage, start, &window, started_at)
+    finish(db, &ix, &mark, stage, start, &window, started_at)
 }
 
 /// What an import made before it began: the database directory, the database in it.
@@ -481,7 +481,7 @@ fn write_stage(
 }
 
 fn finish(
-    db: &Db,
+    db: Db,
     ix: &[(Index, jackdaw::TypedTree<String, u64>)],
     mark: &ImportMark,
     stage: Stage,
@@ -497,7 +497,12 @@ fn finish(
     }
     let albums = db.albums.len(&r)?;
     drop(r);
-    db.env.flush()?;
+    // Closed before it is measured: the size is what stays on disk (a close gives the data
+    // file's slack back and empties the journal directory), and the device window takes the
+    // close's writes.
+    let dir = db.env.path().to_path_buf();
+    db.env.close()?;
+    drop(db);
     let device = window.close();
     let rate = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
     Ok(Summary {
@@ -513,7 +518,7 @@ fn finish(
         parse_rate: rate(stage.parsed, stage.parse_secs),
         write_rate: rate(stage.written, stage.write_secs),
         write_busy_seconds: stage.busy.as_secs_f64(),
-        db_bytes: db.size_bytes(),
+        db_bytes: crate::db::dir_bytes(&dir),
         device_bytes_per_album: device.filter(|_| stage.written > 0).map(|b| b as f64 / stage.written as f64),
         done: mark.done,
     })
