@@ -191,7 +191,7 @@ fn pinned_message(pinned: u64, cap: u64, age: Option<std::time::Duration>) -> St
     };
     format!(
         "readers keep {pinned} bytes of page versions and journal from being retired, over the cap of {cap} set by max_pinned_bytes \
-         ({who}): end long-lived read transactions"
+         ({who}): end long-lived read transactions, and drop or copy out (`to_vec`) the keys and values read from them"
     )
 }
 

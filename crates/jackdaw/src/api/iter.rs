@@ -583,6 +583,10 @@ pub(crate) fn count_range<S: Source>(src: S, desc: TreeDesc, lo: Bound<Vec<u8>>,
 }
 
 /// A cursor over one tree: `seek`, then `next` / `prev`, reading the entry with `current`.
+///
+/// A step past either end leaves the cursor unpositioned: `next` and `prev` then return `None`
+/// until `first`, `last`, `seek` or `seek_back` places it again (an LMDB cursor stepped past the
+/// last entry steps back onto it; this one does not). A new cursor is unpositioned too.
 pub struct Cursor<S: Source> {
     src: S,
     desc: TreeDesc,

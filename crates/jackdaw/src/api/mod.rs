@@ -73,6 +73,12 @@ impl From<&crate::tree::TreeDesc> for TreeStats {
 /// (inline values, and overflow values that fit on one page, in mapped or in-memory pages);
 /// owned for longer overflow values and for reads inside a write transaction. Holds what it
 /// points into alive, so it can outlive the transaction.
+///
+/// A `Bytes` read from a [`ReadTxn`] keeps that transaction's snapshot open until it is dropped,
+/// as the transaction itself would: the page versions the snapshot sees stay in memory (they
+/// count against `max_pinned_bytes`), `Stats::readers` lists it, and `Env::close` reports the
+/// database still locked. To keep a value for long (a cache, a map), copy it out
+/// (`to_vec()`, `ReadTxn::get_into`).
 #[derive(Clone)]
 pub struct Bytes(Repr);
 

@@ -324,6 +324,13 @@ impl WriteTxn {
         }
         let mut desc = self.desc(tree, TreeKind::Plain)?;
         let tail_len = overflow::tail_len(key, len, ps);
+        // A large value the free pages take (`PageTxn::writes_once`) is read whole and put as
+        // any other: it is no larger than half the dirty-page bound.
+        if self.raw.takes_free_pages(overflow::pages_for(len - tail_len as u64, ps)) {
+            let mut v = vec![0u8; len as usize];
+            reader.read_exact(&mut v).map_err(|e| Error::io("read value from caller's reader", e))?;
+            return self.put(tree, key, v);
+        }
         self.change(|t| {
             let (first, n) = overflow::write_stream(&mut t.raw, len - tail_len as u64, &mut reader)?;
             let mut tail = vec![0u8; tail_len];

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What `close` says when transactions still hold the environment's locks.
-const STILL_LOCKED: &str = "closed, but read or write transactions of this Env are still open; the database stays \
-                            locked until the last of them ends";
+const STILL_LOCKED: &str = "closed, but read or write transactions of this Env (or keys and values, `Bytes`, read \
+                            from one) are still open; the database stays locked until the last of them ends";
 
 pub(crate) fn close(core: &Arc<Core>, flusher: &Mutex<Option<JoinHandle<()>>>) -> Result<()> {
     // Let an active write transaction of another thread finish first (unless this thread holds

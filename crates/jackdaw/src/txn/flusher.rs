@@ -229,7 +229,14 @@ pub(crate) fn run(core: Arc<Core>) {
         let (requested, sync_journal) = {
             let mut c = core.flusher_ctl.lock();
             if !c.requested && !c.sync_journal && !c.stop {
-                core.flusher_cv.wait_for(&mut c, core.opts.flush_idle.min(std::time::Duration::from_millis(250)));
+                // At most `flush_idle` while pages wait for an idle flush, a quarter second when
+                // there are none; never no wait at all (`flush_idle(0)` made the thread spin).
+                let most = std::time::Duration::from_millis(250);
+                let wait = match core.table.pages() {
+                    0 => most,
+                    _ => core.opts.flush_idle.clamp(std::time::Duration::from_millis(1), most),
+                };
+                core.flusher_cv.wait_for(&mut c, wait);
             }
             if c.stop {
                 return;
