@@ -250,6 +250,10 @@ impl WriteTxn {
     }
 
     /// Rename a tree; handles keep working. Fails with `NoSuchTree` or `TreeExists`.
+    ///
+    /// A handle opened under the old name finds the tree by its identity: each transaction's
+    /// first use of it scans the catalog of trees (with 5,000 trees, ~0.5 ms). Open the tree
+    /// again under its new name where that matters.
     pub fn rename_tree(&mut self, old: &str, new: &str) -> Result<()> {
         catalog::check_name(new, self.raw.page_size())?;
         let t = self.open_tree(old)?.ok_or_else(|| Error::NoSuchTree(old.to_string()))?;
