@@ -120,9 +120,9 @@ impl Clock for ManualClock {
 /// - `flusher`: [`FlusherMode::Background`];
 /// - `write_once_min_pages`: 64: a transaction with at least this many pages that no snapshot or
 ///   recovery can need writes them straight to the data file (0 disables the path); a value of
-///   this many pages or more goes the same way unless free pages can hold it (and it is at most
-///   half of `max_dirty_pages`): then it reuses them, so overwritten large values keep the file's
-///   size;
+///   this many pages or more goes the same way unless free pages can hold it (and the
+///   transaction's dirty pages with it stay within half of `max_dirty_pages`): then it reuses
+///   them, so overwritten large values keep the file's size;
 /// - `max_dirty_pages`: 8192 (32 MiB of 4 KiB pages): when a write transaction holds this many
 ///   dirty pages, it writes the least recently changed half of the pages it appended (past the
 ///   committed high-water mark, so no snapshot or recovery can need them) straight to the data

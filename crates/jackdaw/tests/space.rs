@@ -163,6 +163,43 @@ fn overwritten_large_values_reuse_their_pages() {
     assert!(data_len(dir.path()) <= 4 * LEN as u64, "{} bytes after close", data_len(dir.path()));
 }
 
+/// The reuse above is bounded by the transaction's dirty pages (reused pages stay in memory
+/// until commit; only appended ones can spill): one transaction putting many large values into
+/// a database with much free space reuses some of it, then writes the rest once, past the end.
+#[test]
+fn large_values_reuse_free_pages_only_within_the_dirty_page_bound() {
+    let dir = TestDb::dir("space-large-bound");
+    let env = Env::open(&dir, Options::default().max_dirty_pages(512)).unwrap();
+    const LEN: usize = 512 << 10; // 130 pages: past write_once_min_pages, within half the bound
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    for i in 0..20u8 {
+        tx.put(&t, [i], vec![i; LEN]).unwrap();
+    }
+    tx.commit().unwrap();
+    let mut tx = env.write().unwrap();
+    for i in 0..20u8 {
+        tx.delete(&t, [i]).unwrap();
+    }
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    let before = env.stats();
+    let mut tx = env.write().unwrap();
+    for i in 0..8u8 {
+        tx.put(&t, [100 + i], vec![i; LEN]).unwrap();
+    }
+    tx.commit().unwrap();
+    env.flush().unwrap();
+    let after = env.stats();
+    println!(
+        "free {} -> {}, high-water mark {} -> {}",
+        before.free_pages, after.free_pages, before.next_page, after.next_page
+    );
+    assert!(after.free_pages < before.free_pages, "no free page was reused");
+    assert!(after.next_page >= before.next_page + 6 * 128, "more than half the bound reused in one transaction");
+    env.check().unwrap().into_result().unwrap();
+}
+
 /// `CheckReport::live_bytes` counts the keys and values the trees hold, as stored by the user:
 /// inline values, a large (overflow) value at its full length, the values of a multi-value tree
 /// both in a nested list and in a nested tree, each with its key; deleted and overwritten

@@ -492,8 +492,11 @@ impl PageTxn {
     /// (see `PageWrite::writes_once`).
     ///
     /// Space comes first: a value that the free pages can hold, and that the dirty-page bound
-    /// lets stay in memory until commit (half of `max_dirty_pages`: 16 MiB by default), takes
-    /// free pages through the journal as a smaller value does. Pages written once are only ever
+    /// lets stay in memory until commit (with the transaction's other dirty pages, at most half
+    /// of `max_dirty_pages`: 16 MiB by default), takes free pages through the journal as a
+    /// smaller value does. Reused pages cannot be spilled (only appended ones can), so the bound
+    /// counts the whole transaction: a bulk load of large values into a database with much free
+    /// space reuses it until its dirty pages reach the bound, then writes once as before. Pages written once are only ever
     /// appended (a free page may still be read by an older snapshot, or by recovery from the
     /// last flush, until the next flush), so large values overwritten again and again grew the
     /// file without end: 300 overwrites of one 1 MB value left a 294 MB data file.
@@ -508,7 +511,7 @@ impl PageTxn {
         let min = self.core.opts.write_once_min_pages as u64;
         min > 0
             && pages >= min
-            && pages <= self.core.opts.max_dirty_pages as u64 / 2
+            && self.dirty.len() as u64 + pages <= self.core.opts.max_dirty_pages as u64 / 2
             && self.free.iter().sum::<u64>() >= pages
     }
 
