@@ -228,7 +228,39 @@ fn parse_engines(list: &[String]) -> Result<Vec<Kind>> {
     Ok(engines)
 }
 
+/// Lines to standard output; a reader that stopped reading (`| head -1`) ends them quietly.
+fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        match writeln!(out, "{l}") {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            r => r?,
+        }
+    }
+    Ok(())
+}
+
+/// Where `--json` and `--report` write, checked before a run (it used to fail after it, losing
+/// its figures): the JSON's folder is made as `--report`'s is, and neither may be the wrong kind.
+fn check_outputs(json: Option<&std::path::Path>, report: Option<&std::path::Path>) -> Result<()> {
+    if let Some(j) = json {
+        if j.is_dir() {
+            bail!("--json {}: a directory; give a file name", j.display());
+        }
+        if let Some(parent) = j.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("--json {}: create {}", j.display(), parent.display()))?;
+        }
+    }
+    if let Some(r) = report.filter(|r| r.exists() && !r.is_dir()) {
+        bail!("--report {}: a file; give a directory (it is made if missing)", r.display());
+    }
+    Ok(())
+}
+
 fn ycsb(a: YcsbArgs) -> Result<()> {
+    check_outputs(a.json.as_deref(), a.report.as_deref())?;
     // Scale defaults: built-in workloads get them over their files' 1,000; a --workload-file
     // keeps its own counts unless --quick; -p wins over everything.
     let scale: Vec<String> = if a.quick {
@@ -270,21 +302,17 @@ fn ycsb(a: YcsbArgs) -> Result<()> {
     }
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);
     if let Some(n) = a.print_keys {
-        for k in jackdaw_bench::ycsb::run::load_keys(&specs[0], n) {
-            println!("{k}");
-        }
-        return Ok(());
+        return print_lines(jackdaw_bench::ycsb::run::load_keys(&specs[0], n));
     }
     if let Some(n) = a.trace_ops {
+        let mut lines = Vec::new();
         for s in &specs {
             if specs.len() > 1 {
-                println!("# workload {}", s.name);
+                lines.push(format!("# workload {}", s.name));
             }
-            for line in jackdaw_bench::ycsb::run::trace_ops(s, seed, n)? {
-                println!("{line}");
-            }
+            lines.extend(jackdaw_bench::ycsb::run::trace_ops(s, seed, n)?);
         }
-        return Ok(());
+        return print_lines(lines);
     }
     let mut modes = Vec::new();
     for d in if a.durability.is_empty() { vec!["sync".to_string(), "buff".into()] } else { a.durability.clone() } {
@@ -301,8 +329,8 @@ fn ycsb(a: YcsbArgs) -> Result<()> {
     } else {
         vec![1, 2, 4, 8, 16]
     };
-    if threads.contains(&0) {
-        bail!("--threads: every count must be at least 1");
+    if threads.iter().any(|&t| t == 0 || t > 1024) {
+        bail!("--threads: every count must be from 1 to 1024");
     }
     let user_ops = a.props.iter().any(|p| p.trim_start().starts_with("operationcount="));
     let cfg = jackdaw_bench::ycsb::YcsbConfig {
@@ -351,11 +379,9 @@ fn run() -> Result<()> {
         return ycsb(y);
     }
     if a.list {
-        for w in Workload::all() {
-            println!("{:<24} ({})", w.name(), w.group());
-        }
-        return Ok(());
+        return print_lines(Workload::all().iter().map(|w| format!("{:<24} ({})", w.name(), w.group())));
     }
+    check_outputs(a.json.as_deref(), a.report.as_deref())?;
     let engines = parse_engines(&a.engines)?;
     jackdaw_bench::engines::lmdb::set_map_gib(a.lmdb_map_gib as usize);
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);

@@ -225,3 +225,44 @@ fn the_committed_property_files_are_read_unchanged() {
         assert_eq!(text, builtin);
     }
 }
+
+/// Bad input that used to cost a whole run or more, refused before anything runs: an
+/// `insertstart` at `recordcount` (nothing loaded; the run phase then never ended), a thread
+/// count past 1,024 (100,000 threads took the machine's 24 GB), an empty `-p` name, `--json`
+/// naming a directory and `--report` naming a file (found after the run, its figures lost). A
+/// closed output pipe ends `--print-keys`, `--trace-ops` and `--list` quietly (they panicked).
+#[test]
+fn bad_input_is_refused_before_the_run() {
+    let (dir, _) = fresh("ycsb-bad-input", &[], 1);
+    let d = dir.to_str().unwrap();
+    let base = ["ycsb", "--engines", "jackdaw", "--durability", "buff", "--no-progress", "--threads", "1", "--dir", d];
+    let refused = |extra: &[&str], needle: &str| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = bench(&args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.code() == Some(1) && err.contains(needle), "{extra:?}: {:?} {err}", o.status);
+    };
+    let file = dir.join("afile");
+    std::fs::write(&file, "x").unwrap();
+    refused(&["-p", "recordcount=100", "-p", "insertstart=100", "--workloads", "a"], "must lie within recordcount");
+    refused(&["-p", "recordcount=100", "--threads", "100000", "--workloads", "c"], "from 1 to 1024");
+    refused(&["-p", "=5", "--workloads", "c"], "expected name=value");
+    refused(&["-p", "recordcount=100", "--workloads", "c", "--json", d], "a directory; give a file name");
+    refused(
+        &["-p", "recordcount=100", "--workloads", "c", "--report", file.to_str().unwrap()],
+        "a file; give a directory",
+    );
+    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["afile"], "a refused run left files");
+    for args in [
+        &["ycsb", "--print-keys", "100000", "-p", "recordcount=100000"][..],
+        &["ycsb", "--trace-ops", "100000", "--workloads", "a", "-p", "recordcount=1000"],
+        &["--list"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench")).args(args).stdout(writer).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -121,7 +121,7 @@ impl Props {
     /// Apply `-p name=value` overrides.
     pub fn apply_overrides(&mut self, overrides: &[String]) -> Result<()> {
         for o in overrides {
-            let Some((n, v)) = o.split_once('=') else {
+            let Some((n, v)) = o.split_once('=').filter(|(n, _)| !n.trim().is_empty()) else {
                 bail!("-p {o:?}: expected name=value (for example -p recordcount=100000)");
             };
             self.set(n.trim(), v.trim(), "-p");
@@ -247,6 +247,14 @@ impl Spec {
         let operation_count: i64 = p.num("operationcount", 0)?;
         if record_count <= 0 {
             bail!("workload {name}: recordcount must be > 0 (it is {record_count})");
+        }
+        // YCSB's own check, and more: this port's load is one phase, so it must insert something
+        // (insertstart at recordcount loaded nothing, and the run phase then never ended).
+        if insert_start < 0 || insert_count <= 0 || insert_start.saturating_add(insert_count) > record_count {
+            bail!(
+                "workload {name}: insertstart {insert_start} and insertcount {insert_count} must lie within \
+                 recordcount {record_count} (0 <= insertstart, 1 <= insertcount, insertstart + insertcount <= recordcount)"
+            );
         }
         if operation_count < 0 {
             bail!("workload {name}: operationcount must be >= 0");
