@@ -243,7 +243,14 @@ fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<()> {
 
 /// Where `--json` and `--report` write, checked before a run (it used to fail after it, losing
 /// its figures): the JSON's folder is made as `--report`'s is, and neither may be the wrong kind.
-fn check_outputs(json: Option<&std::path::Path>, report: Option<&std::path::Path>) -> Result<()> {
+fn check_outputs(
+    json: Option<&std::path::Path>,
+    report: Option<&std::path::Path>,
+    dir: Option<&std::path::Path>,
+) -> Result<()> {
+    if let Some(d) = dir.filter(|d| d.exists() && !d.is_dir()) {
+        bail!("--dir {}: a file; give the directory the databases go in (made if missing)", d.display());
+    }
     if let Some(j) = json {
         if j.is_dir() {
             bail!("--json {}: a directory; give a file name", j.display());
@@ -260,7 +267,7 @@ fn check_outputs(json: Option<&std::path::Path>, report: Option<&std::path::Path
 }
 
 fn ycsb(a: YcsbArgs) -> Result<()> {
-    check_outputs(a.json.as_deref(), a.report.as_deref())?;
+    check_outputs(a.json.as_deref(), a.report.as_deref(), a.dir.as_deref())?;
     // Scale defaults: built-in workloads get them over their files' 1,000; a --workload-file
     // keeps its own counts unless --quick; -p wins over everything.
     let scale: Vec<String> = if a.quick {
@@ -381,7 +388,7 @@ fn run() -> Result<()> {
     if a.list {
         return print_lines(Workload::all().iter().map(|w| format!("{:<24} ({})", w.name(), w.group())));
     }
-    check_outputs(a.json.as_deref(), a.report.as_deref())?;
+    check_outputs(a.json.as_deref(), a.report.as_deref(), a.dir.as_deref())?;
     let engines = parse_engines(&a.engines)?;
     jackdaw_bench::engines::lmdb::set_map_gib(a.lmdb_map_gib as usize);
     let seed = a.seed.unwrap_or_else(jackdaw_bench::fresh_seed);

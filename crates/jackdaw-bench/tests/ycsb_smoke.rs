@@ -252,6 +252,9 @@ fn bad_input_is_refused_before_the_run() {
         &["-p", "recordcount=100", "--workloads", "c", "--report", file.to_str().unwrap()],
         "a file; give a directory",
     );
+    let o = bench(&["ycsb", "--engines", "jackdaw", "--workloads", "c", "--dir", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code() == Some(1) && err.contains("a file; give the directory"), "{err}");
     let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, ["afile"], "a refused run left files");
     for args in [

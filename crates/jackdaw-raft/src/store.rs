@@ -730,6 +730,9 @@ pub fn open_stores(data: &Path) -> Result<(LogStore, StateMachine), String> {
              node a directory of its own"
             .into());
     }
+    if data.exists() && !data.is_dir() {
+        return Err(format!("{} is a file; --data takes the node's directory (made if missing)", data.display()));
+    }
     std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
     let log = LogStore::open(data.join("log")).map_err(|e| format!("open log store: {e}"))?;
     let sm = match StateMachine::open(data.join("sm")) {

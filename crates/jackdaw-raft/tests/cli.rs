@@ -63,6 +63,13 @@ fn bad_input_is_a_clear_error() {
         "node ids start at 1",
     );
     fails_with(exe().args(["init", "--nodes", &dead]).output().unwrap(), "node 1 at");
+    // A data directory that is a file (it said "File exists").
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let addr = format!("127.0.0.1:{}", port());
+    fails_with(
+        exe().args(["serve", "--id", "1", "--addr", &addr, "--data"]).arg(f.path()).output().unwrap(),
+        "is a file; --data takes the node's directory",
+    );
 }
 
 /// `init` numbers the nodes in the order given: a node started with another id is refused
