@@ -350,6 +350,9 @@ pub struct SmEnv {
     meta: Tree,
     /// Its directory name under the state machine directory.
     name: String,
+    /// The longest key it takes (`jackdaw::max_key_size` of its page size), read once at open:
+    /// `Env::stats` takes the engine's locks, too much for every client write.
+    max_key: usize,
 }
 
 struct CurrentSnapshot {
@@ -389,7 +392,8 @@ fn open_sm_env(path: &Path, name: String) -> jackdaw::Result<SmEnv> {
     let meta = tree(&mut tx, META)?;
     tx.set_durability(Durability::Sync);
     tx.commit()?;
-    Ok(SmEnv { env, kv, meta, name })
+    let max_key = jackdaw::max_key_size(env.stats().page_size);
+    Ok(SmEnv { env, kv, meta, name, max_key })
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -459,7 +463,7 @@ impl StateMachine {
     fn apply_blocking(&self, entries: Vec<Entry<TypeConfig>>) -> Result<Vec<Response>, String> {
         let cur = self.sh.cur.read().unwrap();
         let (_, mut applied, mut membership) = read_applied(&cur)?;
-        let max_key = jackdaw::max_key_size(cur.env.stats().page_size);
+        let max_key = cur.max_key;
         let mut tx = cur.env.write().map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
@@ -624,7 +628,7 @@ fn apply_request(tx: &mut jackdaw::WriteTxn, kv: &Tree, req: Request, max_key: u
 impl SmShared {
     /// The longest key the current database takes (`jackdaw::max_key_size` of its page size).
     pub fn max_key(&self) -> usize {
-        jackdaw::max_key_size(self.cur.read().unwrap().env.stats().page_size)
+        self.cur.read().unwrap_or_else(|p| p.into_inner()).max_key
     }
 
     /// Read one key (from the current database).
