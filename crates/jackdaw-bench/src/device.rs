@@ -90,6 +90,10 @@ pub fn block_dev_of(dir: &Path) -> Option<BlockDev> {
 pub struct DevCounters {
     /// Sectors read (what a cold read really fetched from the device).
     pub sectors_read: u64,
+    /// Read requests completed (after the block layer merged adjacent ones).
+    pub read_ios: u64,
+    /// Milliseconds read requests spent in the device (summed over requests in flight at once).
+    pub read_ms: u64,
     pub sectors_written: u64,
     pub write_ios: u64,
     /// Flush requests completed (kernel ≥ 5.5 has the field).
@@ -109,6 +113,8 @@ impl BlockDev {
         }
         Some(DevCounters {
             sectors_read: f[2],
+            read_ios: f[0],
+            read_ms: f[3],
             sectors_written: f[6],
             write_ios: f[4],
             flushes: f.get(15).copied(),

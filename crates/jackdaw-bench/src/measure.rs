@@ -20,6 +20,9 @@ pub struct Measured {
     pub dev_bytes: Option<u64>,
     /// Bytes read from the device in the window.
     pub dev_read_bytes: Option<u64>,
+    /// Read requests the device completed in the window, and the milliseconds they spent in it.
+    pub dev_read_ios: Option<u64>,
+    pub dev_read_ms: Option<u64>,
     pub dev_flushes: Option<u64>,
     pub dev_write_ios: Option<u64>,
     pub proc_write_bytes: Option<u64>,
@@ -40,6 +43,8 @@ impl Window {
         if let (Some(a), Some(b)) = (self.start, end) {
             m.dev_bytes = Some(b.sectors_written.saturating_sub(a.sectors_written) * 512);
             m.dev_read_bytes = Some(b.sectors_read.saturating_sub(a.sectors_read) * 512);
+            m.dev_read_ios = Some(b.read_ios.saturating_sub(a.read_ios));
+            m.dev_read_ms = Some(b.read_ms.saturating_sub(a.read_ms));
             m.dev_write_ios = Some(b.write_ios.saturating_sub(a.write_ios));
             m.dev_flushes = match (a.flushes, b.flushes) {
                 (Some(x), Some(y)) => Some(y.saturating_sub(x)),
@@ -101,4 +106,15 @@ impl Progress {
     pub fn finish(&self) {
         self.0.finish_and_clear();
     }
+}
+
+/// The process's page faults so far: (major, minor) (`getrusage`, every thread).
+pub fn page_faults() -> (u64, u64) {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `rusage`.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (0, 0);
+    }
+    (u.ru_majflt as u64, u.ru_minflt as u64)
 }

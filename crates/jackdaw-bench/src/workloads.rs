@@ -460,6 +460,7 @@ impl Ctx {
         let pb = self.bar(n as u64, format!("{name} {}", kind.name()));
         let parts: Vec<&[u32]> = idx.chunks(n.div_ceil(threads).max(1)).collect();
         let win = cold.then(|| Window::begin(self.dev.as_ref()));
+        let faults = crate::measure::page_faults();
         let t0 = Instant::now();
         let sums: Vec<Result<(u64, u64)>> = if threads == 1 {
             vec![read_part(&*eng, &keys, parts.first().copied().unwrap_or(&[]), &pb)]
@@ -478,7 +479,9 @@ impl Ctx {
             })
         };
         let el = t0.elapsed();
-        let fetched = win.and_then(|w| w.end().dev_read_bytes);
+        let (major, minor) = crate::measure::page_faults();
+        let faults = (major.saturating_sub(faults.0), minor.saturating_sub(faults.1));
+        let seen = win.map(|w| w.end());
         pb.finish();
         eng.close()?;
         let (mut sum, mut found) = (0u64, 0u64);
@@ -498,9 +501,9 @@ impl Ctx {
         row.device_flushes_per_tx = None;
         row.proc_write_bytes_per_op = None;
         let db = if cold { disk_usage(&dir) } else { 0 };
-        if let Some(b) = fetched {
-            row.device_read_bytes = Some(b);
-            notes = format!("{notes}; {}", cold_read_note(b, db));
+        if let Some(m) = seen.filter(|m| m.dev_read_bytes.is_some()) {
+            row.device_read_bytes = m.dev_read_bytes;
+            notes = format!("{notes}; {}", cold_read_note(&m, db, faults));
         }
         if cold {
             // The control: the same files read plainly after the same drop, this round.
@@ -1273,9 +1276,19 @@ fn set_space(row: &mut Row, kind: Kind, dir: &Path, live: Option<u64>) {
 /// What a cold read fetched from the device against the database's size: every read workload
 /// touches every page, so a drop that reached the engine's pages reads about the whole database
 /// back; a row that read less than half of it was served from a cache and is not cold.
-fn cold_read_note(read: u64, db: u64) -> String {
+///
+/// How it was read tells a slow round's cause: the requests the device completed (their mean
+/// size: what readahead asked for, after merging), the time they spent in the device (summed over
+/// requests in flight together), and the process's page faults (major: waited for the device).
+fn cold_read_note(m: &crate::measure::Measured, db: u64, (major, minor): (u64, u64)) -> String {
+    let read = m.dev_read_bytes.unwrap_or(0);
     let pct = read as f64 * 100.0 / db.max(1) as f64;
-    let what = format!("read {} from the device ({pct:.0}% of the database)", crate::report::bytes(read as f64));
+    let mut what = format!("read {} from the device ({pct:.0}% of the database)", crate::report::bytes(read as f64));
+    if let (Some(ios), Some(ms)) = (m.dev_read_ios, m.dev_read_ms) {
+        let mean = crate::report::bytes(read as f64 / ios.max(1) as f64);
+        what = format!("{what} in {ios} requests of {mean} on average, {ms} ms in the device");
+    }
+    what = format!("{what}; {major} major and {minor} minor page faults");
     if read == 0 || read < db / 2 {
         format!("{what}; NOT COLD: the cache drop did not reach this engine's pages")
     } else {
@@ -1312,10 +1325,25 @@ mod tests {
     #[test]
     fn a_cold_read_served_from_cache_is_flagged() {
         let mib = 1 << 20;
-        assert!(!cold_read_note(120 * mib, 128 * mib).contains("NOT COLD"));
-        assert!(cold_read_note(120 * mib, 128 * mib).contains("(94% of the database)"));
-        assert!(cold_read_note(3 * mib, 128 * mib).contains("NOT COLD"));
-        assert!(cold_read_note(0, 0).contains("NOT COLD"));
+        let read = |b: u64| crate::measure::Measured { dev_read_bytes: Some(b), ..Default::default() };
+        assert!(!cold_read_note(&read(120 * mib), 128 * mib, (0, 0)).contains("NOT COLD"));
+        assert!(cold_read_note(&read(120 * mib), 128 * mib, (0, 0)).contains("(94% of the database)"));
+        assert!(cold_read_note(&read(3 * mib), 128 * mib, (0, 0)).contains("NOT COLD"));
+        assert!(cold_read_note(&read(0), 0, (0, 0)).contains("NOT COLD"));
+    }
+
+    /// The note says how the device was read: requests, their mean size, device time, faults.
+    #[test]
+    fn a_cold_read_note_says_how_it_was_read() {
+        let m = crate::measure::Measured {
+            dev_read_bytes: Some(120 << 20),
+            dev_read_ios: Some(60),
+            dev_read_ms: Some(250),
+            ..Default::default()
+        };
+        let note = cold_read_note(&m, 128 << 20, (7, 900));
+        assert!(note.contains("in 60 requests of 2.0 MiB on average, 250 ms in the device"), "{note}");
+        assert!(note.contains("7 major and 900 minor page faults"), "{note}");
     }
 
     #[test]
