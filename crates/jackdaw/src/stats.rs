@@ -24,6 +24,7 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub flushed_pages: AtomicU64,
     pub written_once_pages: AtomicU64,
+    pub written_once_reused_pages: AtomicU64,
     pub spilled_pages: AtomicU64,
     pub syncs: [AtomicU64; SyncSite::ALL.len()],
 }
@@ -169,6 +170,10 @@ pub struct Stats {
     pub flushes: u64,
     pub flushed_pages: u64,
     pub written_once_pages: u64,
+    /// Of `written_once_pages`, the pages written in place of free pages (a large value
+    /// overwritten reuses the space the old one freed, once a flush has passed the free), not
+    /// appended to the file.
+    pub written_once_reused_pages: u64,
     /// Page writes done by write transactions before commit, spilling (see `CommitStats`).
     pub spilled_pages: u64,
     /// Overflow values read as one run of consecutive pages copied out of the map, instead of

@@ -96,6 +96,13 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             MutexGuard(Some(self.0.lock().unwrap_or_else(|e| e.into_inner())))
         }
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(MutexGuard(Some(g))),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(MutexGuard(Some(e.into_inner()))),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
     }
     impl<T> Deref for MutexGuard<'_, T> {
         type Target = T;

@@ -317,6 +317,8 @@ struct SeedReport {
     recycled: u64,
     created: u64,
     written_once: u64,
+    /// Of `written_once`, pages written in place of free pages (`Stats::written_once_reused_pages`).
+    reused: u64,
     spilled: u64,
     direct_writes: u64,
     max_data_len: u64,
@@ -460,6 +462,7 @@ fn run_seed(seed: u64, sweep: &Sweep) -> SeedReport {
         rep.recycled += s.journal_files_recycled;
         rep.created += s.journal_files_created;
         rep.written_once += s.written_once_pages;
+        rep.reused += s.written_once_reused_pages;
         rep.spilled += s.spilled_pages;
         rep.direct_writes += s.journal_direct_writes;
         rep.max_data_len = rep.max_data_len.max(s.data_file_bytes);
@@ -681,6 +684,7 @@ fn report_and_assert(name: &str, results: &[(u64, SeedReport)], min_states: u64,
         r.recycled += x.recycled;
         r.created += x.created;
         r.written_once += x.written_once;
+        r.reused += x.reused;
         r.spilled += x.spilled;
         r.direct_writes += x.direct_writes;
         r.max_data_len = r.max_data_len.max(x.max_data_len);
@@ -699,13 +703,14 @@ fn report_and_assert(name: &str, results: &[(u64, SeedReport)], min_states: u64,
         t.states, t.distinct, t.nested_states, t.nested_runs
     );
     println!(
-        "{name}: workload crossed {} flushes, {} clean reopens, {} power-loss restarts, {} journal files created, {} recycled, {} pages written once ({} spilled before commit), {} O_DSYNC journal writes, data file up to {} KiB",
+        "{name}: workload crossed {} flushes, {} clean reopens, {} power-loss restarts, {} journal files created, {} recycled, {} pages written once ({} of them in place of free pages, {} spilled before commit), {} O_DSYNC journal writes, data file up to {} KiB",
         r.flushes,
         r.reopens,
         r.restarts,
         r.created,
         r.recycled,
         r.written_once,
+        r.reused,
         r.spilled,
         r.direct_writes,
         r.max_data_len >> 10
@@ -746,7 +751,7 @@ fn report_and_assert(name: &str, results: &[(u64, SeedReport)], min_states: u64,
     }
     assert!(t.by_phase.contains_key("recovery") && t.nested_states > 0, "recovery was never crashed");
     assert!(
-        r.recycled > 0 && r.written_once > 0 && r.spilled > 0 && r.restarts > 0 && r.direct_writes > 0,
+        r.recycled > 0 && r.written_once > 0 && r.reused > 0 && r.spilled > 0 && r.restarts > 0 && r.direct_writes > 0,
         "workload coverage"
     );
 }

@@ -56,6 +56,10 @@ pub(crate) trait PageWrite: PageRead {
     fn alloc_with(&mut self, kind: PageKind, parts: &[&[u8]]) -> Result<u64>;
     fn free(&mut self, pgno: u64) -> Result<()>;
     fn reserve(&mut self) -> Result<u64>;
+    /// Let the next `pages` reservations take free pages where writing them in place is safe
+    /// (`PageTxn::claim_free`); `release_claims` gives back the ones no reservation took.
+    fn claim_free(&mut self, pages: u64) -> Result<()>;
+    fn release_claims(&mut self) -> Result<()>;
     /// Seal and write the reserved consecutive pages in `bufs` (from `first` on) to the data
     /// file now (`PageTxn::write_once_run`).
     fn write_once_run(&mut self, first: u64, bufs: &mut [u8]) -> Result<()>;
@@ -120,6 +124,12 @@ impl PageWrite for PageTxn {
     }
     fn reserve(&mut self) -> Result<u64> {
         self.reserve_page()
+    }
+    fn claim_free(&mut self, pages: u64) -> Result<()> {
+        PageTxn::claim_free(self, pages)
+    }
+    fn release_claims(&mut self) -> Result<()> {
+        PageTxn::release_claims(self)
     }
     fn write_once_run(&mut self, first: u64, bufs: &mut [u8]) -> Result<()> {
         PageTxn::write_once_run(self, first, bufs)

@@ -182,7 +182,10 @@ pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Re
     let mut chunks = value.chunks(capacity(ps)).peekable();
     let batch = (DIRECT_BATCH_BYTES / ps).max(1);
     // No bigger than the value: a 256 KiB value zeroes and fills 256 KiB, not 2 MiB.
-    let mut buf = vec![0u8; batch.min(value.len().div_ceil(capacity(ps))) * ps];
+    let pages = value.len().div_ceil(capacity(ps));
+    let mut buf = vec![0u8; batch.min(pages) * ps];
+    // Free pages nothing reads first (a value overwritten again and again reuses its space).
+    w.claim_free(pages as u64)?;
     let first = w.reserve()?;
     let (mut start, mut cur, mut filled, mut n) = (first, first, 0usize, 0u64);
     while let Some(c) = chunks.next() {
@@ -204,6 +207,7 @@ pub(crate) fn write_direct<W: PageWrite + ?Sized>(w: &mut W, value: &[u8]) -> Re
         }
         cur = next;
     }
+    w.release_claims()?;
     Ok((first, n))
 }
 
@@ -214,6 +218,7 @@ pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut d
     let cap = capacity(ps);
     let mut buf = vec![0u8; ps];
     let mut left = len;
+    w.claim_free(len.div_ceil(cap as u64).max(1))?;
     let first = w.reserve()?;
     let mut cur = first;
     let mut n = 0u64;
@@ -228,6 +233,7 @@ pub(crate) fn write_stream<W: PageWrite + ?Sized>(w: &mut W, len: u64, r: &mut d
         w.write_once_run(cur, &mut buf)?;
         n += 1;
         if next == 0 {
+            w.release_claims()?;
             return Ok((first, n));
         }
         cur = next;

@@ -22,6 +22,9 @@ use std::time::Duration;
 pub(crate) struct TxRecord {
     pub txid: TxId,
     pub pages: Vec<PageNo>,
+    /// Free pages below its base's high-water mark that it wrote once (`PageTxn::claim_free`):
+    /// in the data file already, so not flushed, but named by its record until a flush passes it.
+    pub reclaimed: Vec<PageNo>,
     pub next_page: PageNo,
     /// Journal position just after this transaction's record (set once it is written).
     pub journal_end: Option<JournalPos>,

@@ -72,6 +72,7 @@ pub(crate) fn stats(core: &Core) -> Stats {
         flushes: Counters::get(&c.flushes),
         flushed_pages: Counters::get(&c.flushed_pages),
         written_once_pages: Counters::get(&c.written_once_pages),
+        written_once_reused_pages: Counters::get(&c.written_once_reused_pages),
         spilled_pages: Counters::get(&c.spilled_pages),
         overflow_run_reads: core.data.run_reads.load(Ordering::Relaxed),
         syncs: SyncSite::ALL

@@ -10,7 +10,8 @@
 //! 3. Abort (or drop) discards dirty pages and the local free counts: the committed allocator
 //!    state is only replaced at commit.
 //! 4. A page is either dirty (in memory) or spilled/streamed (written to the data file by this
-//!    transaction, `streamed`), never both; only pages at or past the base `next_page` are ever
+//!    transaction, `streamed`), never both; only pages at or past the base `next_page`, and free
+//!    pages `claim_free` found that no snapshot, record or recovery reads (`reclaimed`), are ever
 //!    spilled or streamed (no snapshot, no earlier record and no recovery can read them there).
 //! 5. A dirty page copied from its base version whose `written` is `Some` differs from that
 //!    version only inside those ranges and its page header (so commit journals just those bytes,
@@ -92,6 +93,11 @@ pub(crate) struct PageTxn {
     reloaded: u64,
     /// Pages of the base state copied into `dirty` (rewritten), for the record size limit.
     rewritten: u64,
+    /// Free pages `claim_free` took for the value being written once, handed out by
+    /// `reserve_page` (the smallest first) before it appends.
+    claimed: Vec<u64>,
+    /// Every page `claim_free` took in this transaction (`write_once_run` may write them).
+    reclaimed: PgnoSet,
 }
 
 impl PageTxn {
@@ -137,6 +143,8 @@ impl PageTxn {
             last_spill: 0,
             reloaded: 0,
             rewritten: 0,
+            claimed: Vec::new(),
+            reclaimed: PgnoSet::default(),
         })
     }
 
@@ -178,7 +186,9 @@ impl PageTxn {
     fn page_hinted(&self, pgno: u64, whole: bool) -> Result<PageRef<'_>> {
         let own = match self.dirty.get(&pgno) {
             Some(d) => Some(&d.buf[..]),
-            None if pgno >= self.base.next_page.get() && self.streamed.contains_key(&pgno) => {
+            None if (pgno >= self.base.next_page.get() || !self.reclaimed.is_empty())
+                && self.streamed.contains_key(&pgno) =>
+            {
                 self.streamed_map.as_ref().map(|m| m.raw(pgno)).transpose()?
             }
             None => None,
@@ -482,10 +492,125 @@ impl PageTxn {
         Ok(())
     }
 
-    /// Reserve a page at the end of the file for `write_once_run` (it must be written before
-    /// commit).
+    /// Reserve a page for `write_once_run` (it must be written before commit): a free page
+    /// `claim_free` took, else one at the end of the file.
     pub(crate) fn reserve_page(&mut self) -> Result<u64> {
-        self.append()
+        match self.claimed.pop() {
+            Some(p) => Ok(p),
+            None => self.append(),
+        }
+    }
+
+    /// Take up to `want` free pages for the value about to be written once, so that
+    /// `reserve_page` hands them out before it appends: a large value overwritten again and
+    /// again reuses the space it freed instead of growing the file without end. A page written
+    /// in place before commit must be one that nothing reads: no snapshot, no journal record
+    /// recovery may replay, and no recovery from the last flush (`reusable_pages` says which).
+    /// When free pages could hold the whole value but too few qualify yet, and the background
+    /// flusher runs (a `Manual` environment's flushes stay its caller's), a flush runs here first:
+    /// the pages the last commits freed qualify once a flush has passed their free. (Asking the
+    /// flusher thread instead left it behind: 200 overwrites of a 20 MiB value ended at a 404 MiB
+    /// high-water mark.) Where no page qualifies, the value is appended.
+    pub(crate) fn claim_free(&mut self, want: u64) -> Result<()> {
+        let free: u64 = self.free.iter().sum();
+        if want == 0 || free == 0 {
+            return Ok(());
+        }
+        let mut got = self.reusable_pages(want, free >= want)?;
+        let core = self.core.clone();
+        if (got.len() as u64) < want
+            && free >= want
+            && core.opts.flusher == FlusherMode::Background
+            && core.flushed_txid.load(std::sync::atomic::Ordering::Relaxed) < core.readers.committed().txid.get()
+        {
+            flusher::flush_once(&core)?;
+            got = self.reusable_pages(want, true)?;
+        }
+        let g = self.geom;
+        for &p in &got {
+            let k = g.section_of(p);
+            let (byte, mask) = g.bit(p);
+            self.page_mut(g.bitmap_page(k))?[byte] &= !mask;
+            self.free[k as usize] -= 1;
+            self.reclaimed.insert(p);
+        }
+        got.reverse();
+        self.claimed = got;
+        Ok(())
+    }
+
+    /// Up to `want` free pages that are safe to write in place before commit, ascending. A page
+    /// qualifies when
+    /// 1. it is free in this transaction's view (its base, the last prepared state, included);
+    /// 2. it was free in the last flushed state: below the flushed high-water mark, with its bit
+    ///    set in its bitmap page as the data file holds it. Read under `flush_state`, so no flush
+    ///    is half-way through rewriting that page and the header says which state it holds;
+    /// 3. no transaction after that flush wrote it (`txlog`: the pages each journaled and the
+    ///    free pages each wrote once), so no record recovery replays names it, and no snapshot
+    ///    finds an older version of it in the page table.
+    ///
+    /// Then it was free in every state since the flush (a transaction that allocates a page
+    /// writes it), so at every live snapshot too: none is older than the last flush (`flusher.rs`
+    /// step 1). Recovery from that flush finds it free, or, once this transaction's record is
+    /// durable, verifies it against the record. With `wait`, a running flush is waited for (no
+    /// flush waits for the writer, `flusher.rs`, so this cannot deadlock); without, a running
+    /// flush means none.
+    fn reusable_pages(&self, want: u64, wait: bool) -> Result<Vec<u64>> {
+        let core = &self.core;
+        let flushed = if wait { Some(core.flush_state.lock()) } else { core.flush_state.try_lock() };
+        let Some(flushed) = flushed else {
+            return Ok(Vec::new());
+        };
+        let flushed_next = flushed.next_page;
+        let named: PgnoSet = {
+            let log = core.txlog.lock();
+            log.iter().flat_map(|t| t.pages.iter().chain(&t.reclaimed)).map(|p| p.get()).collect()
+        };
+        let (g, map) = (self.geom, core.data.map());
+        let mut got: Vec<u64> = Vec::new();
+        for k in 0..self.free.len() as u64 {
+            let bp = g.bitmap_page(k);
+            if bp >= flushed_next || got.len() as u64 == want {
+                break;
+            }
+            if self.free[k as usize] == 0 {
+                continue;
+            }
+            // The section's bitmap as last flushed; a page that fails its check gives nothing.
+            let Some(on_disk) = map.raw(bp).ok().filter(|p| page::verify(p, PageNo::new(bp)).is_ok()) else {
+                continue;
+            };
+            let ours = self.page(bp)?;
+            for i in 0..(flushed_next - k * g.section).min(g.section) {
+                let pgno = k * g.section + i;
+                let (byte, mask) = g.bit(pgno);
+                if ours[byte] & on_disk[byte] & mask == 0
+                    || named.contains(&pgno)
+                    || self.dirty.contains_key(&pgno)
+                    || self.streamed.contains_key(&pgno)
+                {
+                    continue;
+                }
+                got.push(pgno);
+                if got.len() as u64 == want {
+                    break;
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// Give the pages `claim_free` took and no reservation used back to the free-space map.
+    pub(crate) fn release_claims(&mut self) -> Result<()> {
+        let g = self.geom;
+        while let Some(p) = self.claimed.pop() {
+            let k = g.section_of(p);
+            let (byte, mask) = g.bit(p);
+            self.page_mut(g.bitmap_page(k))?[byte] |= mask;
+            self.free[k as usize] += 1;
+            self.reclaimed.remove(&p);
+        }
+        Ok(())
     }
 
     /// Whether a value of `pages` overflow pages goes straight to the data file as it is put
@@ -525,7 +650,10 @@ impl PageTxn {
         let ps = self.core.page_size;
         let n = (bufs.len() / ps) as u64;
         let end = first.checked_add(n).filter(|_| n > 0 && bufs.len().is_multiple_of(ps));
-        let reserved = |p: u64| p >= self.base.next_page.get() && p < self.next_page && !self.dirty.contains_key(&p);
+        let reserved = |p: u64| {
+            (p >= self.base.next_page.get() && p < self.next_page || self.reclaimed.contains(&p))
+                && !self.dirty.contains_key(&p)
+        };
         if !end.is_some_and(|end| (first..end).all(reserved)) {
             return Err(Error::Invalid(format!("pages {first}+{n} were not reserved for writing once")));
         }
@@ -727,9 +855,14 @@ impl PageTxn {
         // The pages written once are in the file: their buffers serve the next transactions (a
         // large value would otherwise fault in fresh heap pages for every copy).
         core.table.recycle(once.iter().filter_map(|p| self.dirty.remove(p).map(|d| d.buf)).collect());
+        let base_next = self.base.next_page.get();
+        let reclaimed: Vec<PageNo> =
+            self.streamed.keys().filter(|p| **p < base_next).map(|p| PageNo::new(*p)).collect();
+        Counters::add(&core.counters.written_once_reused_pages, reclaimed.len() as u64);
         core.txlog.lock().push_back(TxRecord {
             txid,
             pages: pgnos.into_iter().map(PageNo::new).collect(),
+            reclaimed,
             next_page: PageNo::new(self.next_page),
             journal_end: None,
             journal_bytes: 0,
