@@ -291,6 +291,30 @@ fn values_past_the_dirty_page_bound_reuse_their_pages_with_the_background_flushe
     env.check().unwrap().into_result().unwrap();
 }
 
+/// `FreeSpacePolicy::AppendOnly` (the free-space benchmark's control group) never reuses a free
+/// page, large values written once included: the first version of the reuse took free pages
+/// for them whatever the policy said.
+#[test]
+fn append_only_never_writes_large_values_into_free_pages() {
+    let dir = TestDb::dir("space-large-append-only");
+    let opts = Options::default().max_dirty_pages(64).free_space(jackdaw::FreeSpacePolicy::AppendOnly);
+    let env = Env::open(&dir, opts).unwrap();
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    const LEN: usize = 400 << 10;
+    for i in 0..10u8 {
+        let mut tx = env.write().unwrap();
+        tx.put(&t, b"blob", vec![i; LEN]).unwrap();
+        tx.commit().unwrap();
+        env.flush().unwrap();
+    }
+    let st = env.stats();
+    assert_eq!(st.written_once_reused_pages, 0);
+    assert!(st.next_page * st.page_size as u64 >= 10 * LEN as u64, "{} pages", st.next_page);
+    env.check().unwrap().into_result().unwrap();
+}
+
 /// A reader keeps the value it sees while that value is overwritten (written once, past half
 /// the dirty-page bound) and flushed again and again: the pages it reads are freed after its
 /// snapshot, and no flush passes its snapshot, so none is written in place (the file grows

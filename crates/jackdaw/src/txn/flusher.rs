@@ -1,6 +1,7 @@
 //! The flusher: moves committed page versions from the page table into the data file.
 //!
-//! One flush, under `Core::flush_state` (never under the writer's lock):
+//! One flush, under `Core::flush_state` (it never takes the writer's lock; a writer may hold it
+//! around a flush, `PageTxn::claim_free`, since no flush waits for the writer):
 //! 1. `T` = the last committed transaction, or the oldest live snapshot if older (taken with every
 //!    readers' lane held, whose locks snapshots take when they begin: `readers.rs`).
 //! 2. Write-ahead rule: make the journal durable through `T` (`Journal::make_durable`: writes

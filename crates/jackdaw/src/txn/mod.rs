@@ -10,7 +10,8 @@
 //!    Active ──page / page_mut / modify / alloc_page / free_page / reserve_page + write_once_run
 //!       │      (spill past max_dirty_pages)──▶ Active
 //!       ├──abort / drop──▶ Discarded (dirty pages and local free counts dropped; pages already
-//!       │                   written once lie past the prepared next_page, unreferenced)
+//!       │                   written once lie past the prepared next_page, or in free pages
+//!       │                   nothing reads (`claim_free`), unreferenced)
 //!       └──PageTxn::prepare (under the writer lock; a failure fails this commit alone, except
 //!          a failed data-file write or sync, or one after a streamed record's reservation,
 //!          which poisons):

@@ -489,6 +489,7 @@ impl PageTxn {
         self.free[k as usize] += 1;
         self.dirty.remove(&pgno);
         self.streamed.remove(&pgno);
+        self.reclaimed.remove(&pgno);
         Ok(())
     }
 
@@ -513,14 +514,16 @@ impl PageTxn {
     /// high-water mark.) Where no page qualifies, the value is appended.
     pub(crate) fn claim_free(&mut self, want: u64) -> Result<()> {
         let free: u64 = self.free.iter().sum();
-        if want == 0 || free == 0 {
+        if want == 0 || free == 0 || self.core.opts.free_space != FreeSpacePolicy::Reuse {
             return Ok(());
         }
         let mut got = self.reusable_pages(want, free >= want)?;
         let core = self.core.clone();
+        // Not after `close` (called on this writer's thread): its flush is the last.
         if (got.len() as u64) < want
             && free >= want
             && core.opts.flusher == FlusherMode::Background
+            && !core.is_closed()
             && core.flushed_txid.load(std::sync::atomic::Ordering::Relaxed) < core.readers.committed().txid.get()
         {
             flusher::flush_once(&core)?;
@@ -562,10 +565,13 @@ impl PageTxn {
             return Ok(Vec::new());
         };
         let flushed_next = flushed.next_page;
-        let named: PgnoSet = {
+        // Copied under the log's lock (a commit's `finish` takes it under the journal's), the
+        // set built outside it.
+        let named: Vec<PageNo> = {
             let log = core.txlog.lock();
-            log.iter().flat_map(|t| t.pages.iter().chain(&t.reclaimed)).map(|p| p.get()).collect()
+            log.iter().flat_map(|t| t.pages.iter().chain(&t.reclaimed)).copied().collect()
         };
+        let named: PgnoSet = named.into_iter().map(|p| p.get()).filter(|p| *p < flushed_next).collect();
         let (g, map) = (self.geom, core.data.map());
         let mut got: Vec<u64> = Vec::new();
         for k in 0..self.free.len() as u64 {
@@ -621,10 +627,10 @@ impl PageTxn {
     /// of `max_dirty_pages`: 16 MiB by default), takes free pages through the journal as a
     /// smaller value does. Reused pages cannot be spilled (only appended ones can), so the bound
     /// counts the whole transaction: a bulk load of large values into a database with much free
-    /// space reuses it until its dirty pages reach the bound, then writes once as before. Pages written once are only ever
-    /// appended (a free page may still be read by an older snapshot, or by recovery from the
-    /// last flush, until the next flush), so large values overwritten again and again grew the
-    /// file without end: 300 overwrites of one 1 MB value left a 294 MB data file.
+    /// space reuses it through the journal until its dirty pages reach the bound, then writes
+    /// once, into the free pages `claim_free` finds safe to write in place, else appended.
+    /// (Before either, large values overwritten again and again grew the file without end: 300
+    /// overwrites of one 1 MB value left a 294 MB data file.)
     pub(crate) fn writes_once(&self, pages: u64) -> bool {
         let min = self.core.opts.write_once_min_pages as u64;
         min > 0 && pages >= min && !self.takes_free_pages(pages)
