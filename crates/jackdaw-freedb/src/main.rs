@@ -151,7 +151,20 @@ fn run(cli: Cli) -> Result<()> {
             let pb = ProgressBar::new(albums);
             pb.set_style(ProgressStyle::with_template("generate {bar:30} {pos}/{len} albums {per_sec} {elapsed}")?);
             let t = std::time::Instant::now();
-            let rep = jackdaw_freedb::gen::generate(albums, seed, &o, |n| pb.set_position(n))?;
+            // A closed pipe here is not `search | head`: the archive's reader went away before
+            // its end, and what it got is incomplete.
+            let rep = jackdaw_freedb::gen::generate(albums, seed, &o, |n| pb.set_position(n)).map_err(|e| {
+                if e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+                }) {
+                    anyhow::anyhow!(
+                        "the reader of {} went away before the archive's end: what it read is incomplete",
+                        o.display()
+                    )
+                } else {
+                    e
+                }
+            })?;
             pb.finish_and_clear();
             let size = std::fs::metadata(&o).map(|m| m.len()).unwrap_or(0);
             writeln!(

@@ -401,3 +401,23 @@ fn a_reindex_that_fails_leaves_the_index_as_it_was() {
     assert_eq!(reindex(&db, Index::Artists).unwrap(), before);
     assert_eq!(artists(&db), Some(before));
 }
+
+/// `generate -o /dev/stdout` whose reader goes away before the archive's end fails (exit 1,
+/// saying the archive is incomplete): it exited 0 in silence, as `search | head` does, and a
+/// script piping the archive on took a truncated one for whole.
+#[test]
+fn a_generated_archive_whose_reader_goes_away_is_an_error() {
+    use std::io::Read;
+    let mut child = Command::new(EXE)
+        .args(["generate", "--albums", "20000", "-o", "/dev/stdout"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 4096];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("went away before the archive's end"), "{err}");
+}

@@ -52,7 +52,7 @@ fn single_node(dir: &std::path::Path, threads: usize, secs: u64) -> anyhow::Resu
                 i += 1;
             }
             count.fetch_add(i, Ordering::Relaxed);
-            lats.lock().unwrap().extend(mine);
+            lats.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
             Ok(())
         }));
     }
@@ -63,7 +63,7 @@ fn single_node(dir: &std::path::Path, threads: usize, secs: u64) -> anyhow::Resu
     }
     let el = start.elapsed().as_secs_f64();
     env.close()?;
-    let mut l = std::mem::take(&mut *lats.lock().unwrap());
+    let mut l = std::mem::take(&mut *lats.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Row { ops: count.load(Ordering::Relaxed) as f64 / el, p50_ms: pct(&mut l, 0.5), p99_ms: pct(&mut l, 0.99) })
 }
 

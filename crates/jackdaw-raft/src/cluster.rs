@@ -345,8 +345,8 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
                 let req = Request::Put { key: key.clone(), value: value.clone() };
                 match client.write(&req, Duration::from_secs(8)).await {
                     Ok(ack) => {
-                        terms.lock().unwrap().insert(ack.term);
-                        acked.lock().unwrap().insert(key, value);
+                        terms.lock().unwrap_or_else(|p| p.into_inner()).insert(ack.term);
+                        acked.lock().unwrap_or_else(|p| p.into_inner()).insert(key, value);
                     }
                     Err(_) => {
                         failed.fetch_add(1, Ordering::Relaxed);
@@ -355,7 +355,7 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
             }
         }));
     }
-    let count = |a: &Arc<Mutex<BTreeMap<String, String>>>| a.lock().unwrap().len() as u64;
+    let count = |a: &Arc<Mutex<BTreeMap<String, String>>>| a.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
     let wait_acked = |n: u64| {
         let acked = acked.clone();
         async move {
@@ -415,7 +415,7 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
     let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(5));
     cluster.wait_applied(target, left).await?;
     say(format!("all nodes applied up to {target}"));
-    let acked = acked.lock().unwrap().clone();
+    let acked = acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut present = Vec::new();
     let mut dumps = Vec::new();
     for (i, addr) in cluster.addrs().iter().enumerate() {
@@ -435,7 +435,7 @@ pub async fn run(exe: &Path, dir: &Path, sc: &Scenario, progress: bool) -> Resul
     }
     let victim_snapshots_installed = cluster.client.status(&cluster.addrs()[victim]).await?.snapshots_installed;
     cluster.stop();
-    let elections = terms.lock().unwrap().len().saturating_sub(1) as u64;
+    let elections = terms.lock().unwrap_or_else(|p| p.into_inner()).len().saturating_sub(1) as u64;
     Ok(Report {
         acknowledged,
         failed: failed.load(Ordering::Relaxed),

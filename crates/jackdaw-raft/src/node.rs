@@ -2,7 +2,7 @@
 //! API), and the client of that API.
 
 use crate::network::Network;
-use crate::store::{open_stores, LogStore, SmShared};
+use crate::store::{open_stores, LogStore, SmShared, StateMachine};
 use crate::{NodeId, Raft, Request, Response, TypeConfig};
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -279,14 +279,33 @@ async fn api_init(State(a): St, Json(members): Json<Vec<(NodeId, String)>>) -> J
 }
 
 /// Open the stores, start Raft and serve until SIGINT/SIGTERM (then shut down cleanly).
+/// A member restarted under another address than the membership gives it is refused: its peers
+/// would go on calling the old one, and it would stand for election forever, a candidate no one
+/// answers. (`--addr` on all interfaces, `0.0.0.0:PORT`, matches any address with its port.)
+fn same_address(sm: &StateMachine, id: NodeId, addr: &str) -> Result<(), String> {
+    let Some(known) = sm.shared().member_addr(id)? else {
+        return Ok(());
+    };
+    let same = match (known.parse::<std::net::SocketAddr>(), addr.parse::<std::net::SocketAddr>()) {
+        (Ok(k), Ok(a)) => k == a || (a.ip().is_unspecified() && a.port() == k.port()),
+        _ => known == addr,
+    };
+    if same {
+        return Ok(());
+    }
+    Err(format!(
+        "node {id} is at {known} in the cluster's membership, but --addr is {addr}: its peers would never reach it; start it with --addr {known}"
+    ))
+}
+
 pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&cfg.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", cfg.addr))?;
-    let (data, id) = (cfg.data.clone(), cfg.id);
+    let (data, id, addr) = (cfg.data.clone(), cfg.id, cfg.addr.clone());
     let (log, sm) = tokio::task::spawn_blocking(move || {
         let (log, sm) = open_stores(&data)?;
-        if let Err(e) = log.claim(id) {
+        if let Err(e) = log.claim(id).and_then(|()| same_address(&sm, id, &addr)) {
             let _ = log.close();
             let _ = sm.close();
             return Err(e);
@@ -403,12 +422,16 @@ impl Client {
         // be the dead one).
         let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         loop {
-            let target =
-                self.leader.lock().unwrap().clone().unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
+            let target = self
+                .leader
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
             match self.call::<Req, T>(&target, path, Some(body)).await {
                 Ok(Reply::Ok(v)) => return Ok(v),
                 Ok(Reply::NotLeader(Some((_, addr)))) if !addr.is_empty() && addr != target => {
-                    *self.leader.lock().unwrap() = Some(addr);
+                    *self.leader.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
                     continue;
                 }
                 Ok(Reply::NotLeader(_)) => {
@@ -424,7 +447,7 @@ impl Client {
                 // Forget the leader only if it is still the one that failed: another writer may
                 // have learnt the new one meanwhile (clearing it blindly sent every writer back
                 // to the dead node: 786 refused connections in one demo run).
-                let mut l = self.leader.lock().unwrap();
+                let mut l = self.leader.lock().unwrap_or_else(|p| p.into_inner());
                 if l.as_deref() == Some(target.as_str()) {
                     *l = None;
                 }

@@ -136,7 +136,7 @@ impl LogStore {
 
     /// Stop the syncer (callbacks still queued are completed first) and close the environment.
     pub fn close(&self) -> jackdaw::Result<()> {
-        self.inner.syncer.lock().unwrap().take();
+        self.inner.syncer.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.inner.env.close()
     }
 
@@ -312,7 +312,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let me = self.clone();
         // Committed (Buffered) when this returns: readable at once, durable after the group sync.
         blocking(move || me.write_entries(&entries)).await.map_err(|e| StorageIOError::write_logs(any(e)))?;
-        let guard = self.inner.syncer.lock().unwrap();
+        let guard = self.inner.syncer.lock().unwrap_or_else(|p| p.into_inner());
         match guard.as_ref() {
             Some(s) if s.send(callback).is_ok() => {
                 // Counted once queued, so that a test holding the syncer knows when all are.
@@ -461,7 +461,7 @@ impl StateMachine {
     }
 
     fn apply_blocking(&self, entries: Vec<Entry<TypeConfig>>) -> Result<Vec<Response>, String> {
-        let cur = self.sh.cur.read().unwrap();
+        let cur = self.sh.cur.read().unwrap_or_else(|p| p.into_inner());
         let (_, mut applied, mut membership) = read_applied(&cur)?;
         let max_key = cur.max_key;
         let mut tx = cur.env.write().map_err(|e| e.to_string())?;
@@ -486,7 +486,7 @@ impl StateMachine {
         }
         tx.put(&cur.meta, K_APPLIED, enc(&applied)).map_err(|e| e.to_string())?;
         tx.put(&cur.meta, K_MEMBERSHIP, enc(&membership)).map_err(|e| e.to_string())?;
-        let mut map = self.sh.by_txid.lock().unwrap();
+        let mut map = self.sh.by_txid.lock().unwrap_or_else(|p| p.into_inner());
         let txid = tx.commit().map_err(|e| e.to_string())?.txid.get();
         map.insert(txid, (applied, membership));
         while map.len() > 4096 {
@@ -496,12 +496,12 @@ impl StateMachine {
     }
 
     fn build_blocking(&self) -> Result<CurrentSnapshot, String> {
-        let cur = self.sh.cur.read().unwrap();
+        let cur = self.sh.cur.read().unwrap_or_else(|p| p.into_inner());
         // What the snapshot holds must survive a crash before the log is purged up to it.
         cur.env.sync().map_err(|e| e.to_string())?;
         let mut data = Vec::new();
         let stats = cur.env.backup_to_writer(&mut data).map_err(|e| e.to_string())?;
-        let meta = self.sh.by_txid.lock().unwrap().get(&stats.txid.get()).cloned();
+        let meta = self.sh.by_txid.lock().unwrap_or_else(|p| p.into_inner()).get(&stats.txid.get()).cloned();
         let (applied, membership) = match meta {
             Some(m) => m,
             None => {
@@ -519,7 +519,7 @@ impl StateMachine {
 
     fn install_blocking(&self, meta: SnapshotMeta<NodeId, BasicNode>, data: Vec<u8>) -> Result<(), String> {
         let dir = &self.sh.dir;
-        let mut cur = self.sh.cur.write().unwrap();
+        let mut cur = self.sh.cur.write().unwrap_or_else(|p| p.into_inner());
         let next = self.sh.snap_seq.fetch_add(1, Ordering::Relaxed) + 1;
         let name = format!("db-{next}");
         let target = dir.join(&name);
@@ -548,17 +548,17 @@ impl StateMachine {
         let old = std::mem::replace(&mut *cur, env);
         let _ = old.env.close();
         let _ = std::fs::remove_dir_all(dir.join(&old.name));
-        let mut map = self.sh.by_txid.lock().unwrap();
+        let mut map = self.sh.by_txid.lock().unwrap_or_else(|p| p.into_inner());
         map.clear();
         map.insert(txid, (applied, membership));
-        *self.sh.snapshot.lock().unwrap() = Some(CurrentSnapshot { meta, data });
+        *self.sh.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(CurrentSnapshot { meta, data });
         self.sh.installed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
     /// Close the environment.
     pub fn close(&self) -> jackdaw::Result<()> {
-        self.sh.cur.read().unwrap().env.close()
+        self.sh.cur.read().unwrap_or_else(|p| p.into_inner()).env.close()
     }
 }
 
@@ -631,16 +631,23 @@ impl SmShared {
         self.cur.read().unwrap_or_else(|p| p.into_inner()).max_key
     }
 
+    /// Node `id`'s address in the applied membership, if it is a member of it.
+    pub fn member_addr(&self, id: NodeId) -> Result<Option<String>, String> {
+        let cur = self.cur.read().unwrap_or_else(|p| p.into_inner());
+        let (_, _, m) = read_applied(&cur)?;
+        Ok(m.membership().get_node(&id).map(|n| n.addr.clone()))
+    }
+
     /// Read one key (from the current database).
     pub fn get(&self, key: &str) -> Result<Option<String>, String> {
-        let cur = self.cur.read().unwrap();
+        let cur = self.cur.read().unwrap_or_else(|p| p.into_inner());
         let rtx = cur.env.read().map_err(|e| e.to_string())?;
         Ok(rtx.get(&cur.kv, key).map_err(|e| e.to_string())?.map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
     /// Every key and value, and the applied log index.
     pub fn dump(&self) -> Result<Dump, String> {
-        let cur = self.cur.read().unwrap();
+        let cur = self.cur.read().unwrap_or_else(|p| p.into_inner());
         let (_, applied, _) = read_applied(&cur)?;
         let rtx = cur.env.read().map_err(|e| e.to_string())?;
         let mut out = Vec::new();
@@ -653,7 +660,7 @@ impl SmShared {
 
     /// `check()` of the current database, as an error when it finds a problem.
     pub fn check(&self) -> Result<(), String> {
-        let cur = self.cur.read().unwrap();
+        let cur = self.cur.read().unwrap_or_else(|p| p.into_inner());
         cur.env.check().and_then(|r| r.into_result()).map(|_| ()).map_err(|e| e.to_string())
     }
 }
@@ -669,7 +676,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let snap =
             blocking(move || sm.build_blocking()).await.map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
         let out = Snapshot { meta: snap.meta.clone(), snapshot: Box::new(Cursor::new(snap.data.clone())) };
-        *self.sm.sh.snapshot.lock().unwrap() = Some(snap);
+        *self.sm.sh.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
         Ok(out)
     }
 }
@@ -680,7 +687,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn applied_state(&mut self) -> Result<(Option<LogId<NodeId>>, Membership), SE> {
         let sh = self.sh.clone();
         blocking(move || {
-            let cur = sh.cur.read().unwrap();
+            let cur = sh.cur.read().unwrap_or_else(|p| p.into_inner());
             read_applied(&cur).map(|(_, a, m)| (a, m))
         })
         .await
@@ -720,7 +727,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, SE> {
-        let g = self.sh.snapshot.lock().unwrap();
+        let g = self.sh.snapshot.lock().unwrap_or_else(|p| p.into_inner());
         Ok(g.as_ref().map(|s| Snapshot { meta: s.meta.clone(), snapshot: Box::new(Cursor::new(s.data.clone())) }))
     }
 }

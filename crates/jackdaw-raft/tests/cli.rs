@@ -150,6 +150,12 @@ fn a_node_by_hand_and_its_locked_data_directory() {
         exe().args(["serve", "--id", "2", "--addr", &other, "--data"]).arg(dir.path().join("log")),
         "is a Jackdaw database, not a node's data directory",
     );
+    // Under its own id but another address, its peers would never reach it (a member of a
+    // larger cluster stood for election forever): refused, with the address to use.
+    refused(
+        exe().args(["serve", "--id", "1", "--addr", &other, "--data"]).arg(dir.path()),
+        &format!("node 1 is at {addr} in the cluster's membership, but --addr is {other}"),
+    );
     let node = serve(1, &addr, dir.path());
     let start = Instant::now();
     loop {
