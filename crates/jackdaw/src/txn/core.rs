@@ -69,6 +69,10 @@ pub(crate) struct Core {
     pub(super) alloc: Mutex<AllocSummary>,
     /// Held by a flush from start to end; guards the last written header.
     pub(super) flush_state: Mutex<Header>,
+    /// Set (under `flush_state`) while a flush writes pages into the data file, cleared once its
+    /// header is written: a flush that failed in between (without poisoning: a `Corrupted`
+    /// error) may have left bitmap pages newer than the header, which `reusable_pages` reads.
+    pub(super) flush_torn: AtomicBool,
     pub(super) flusher_ctl: Mutex<FlusherCtl>,
     pub(super) flusher_cv: Condvar,
     pub(super) counters: Arc<Counters>,
@@ -136,6 +140,7 @@ impl Core {
             writer: crate::sync::WriterLock::default(),
             alloc: Mutex::new(o.alloc),
             flush_state: Mutex::new(h),
+            flush_torn: AtomicBool::new(false),
             flusher_ctl: Mutex::new(FlusherCtl::default()),
             flusher_cv: Condvar::new(),
             counters: o.counters,

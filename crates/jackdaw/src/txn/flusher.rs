@@ -141,6 +141,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     Journal::make_durable(&core.journal, target.get())?;
     let (pages, next_page, journal_end) = pages_to_flush(core, target)?;
     let mut kinds = PagesByKind::default();
+    core.flush_torn.store(true, std::sync::atomic::Ordering::Relaxed);
     let bytes = write_page_runs(core, &pages, target, &mut kinds)?;
     if !pages.is_empty() {
         // (Pages written once were synced by their own commit.)
@@ -158,6 +159,7 @@ fn flush_inner(core: &Arc<Core>) -> Result<()> {
     core.data.write_header(&next)?;
     core.counters.synced(SyncSite::Header);
     *header = next;
+    core.flush_torn.store(false, std::sync::atomic::Ordering::Relaxed);
     core.flushed_txid.store(target.get(), std::sync::atomic::Ordering::Relaxed);
     core.table.retire(&pages, target);
     {

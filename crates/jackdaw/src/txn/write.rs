@@ -561,7 +561,8 @@ impl PageTxn {
     fn reusable_pages(&self, want: u64, wait: bool) -> Result<Vec<u64>> {
         let core = &self.core;
         let flushed = if wait { Some(core.flush_state.lock()) } else { core.flush_state.try_lock() };
-        let Some(flushed) = flushed else {
+        // A flush that failed half-way may have left bitmap pages newer than the header.
+        let Some(flushed) = flushed.filter(|_| !core.flush_torn.load(std::sync::atomic::Ordering::Relaxed)) else {
             return Ok(Vec::new());
         };
         let flushed_next = flushed.next_page;
