@@ -163,6 +163,19 @@ fn overwritten_large_values_reuse_their_pages() {
     assert!(data_len(dir.path()) <= 4 * LEN as u64, "{} bytes after close", data_len(dir.path()));
 }
 
+/// Overwrite `b"blob"` in `t` with `vec![i; len]` for each `i` of `values`, a transaction each,
+/// flushing after each commit when `flush` (a `Manual` environment's flushes).
+fn overwrite_blob(env: &Env, t: &jackdaw::Tree, values: impl IntoIterator<Item = u8>, len: usize, flush: bool) {
+    for i in values {
+        let mut tx = env.write().unwrap();
+        tx.put(t, b"blob", vec![i; len]).unwrap();
+        tx.commit().unwrap();
+        if flush {
+            env.flush().unwrap();
+        }
+    }
+}
+
 /// The reuse above is bounded by the transaction's dirty pages (free pages taken through the
 /// journal stay in memory until commit; only appended ones can spill): one transaction putting
 /// many large values into a database with much free space takes free pages through the journal
@@ -276,11 +289,7 @@ fn values_past_the_dirty_page_bound_reuse_their_pages_with_the_background_flushe
     let t = tx.create_tree("t").unwrap();
     tx.commit().unwrap();
     const LEN: usize = 400 << 10;
-    for i in 0..60u8 {
-        let mut tx = env.write().unwrap();
-        tx.put(&t, b"blob", vec![i; LEN]).unwrap();
-        tx.commit().unwrap();
-    }
+    overwrite_blob(&env, &t, 0..60, LEN, false);
     let st = env.stats();
     println!(
         "60 overwrites of a 400 KiB value: high-water mark {} pages, {} flushes, {} pages reused",
@@ -303,12 +312,7 @@ fn append_only_never_writes_large_values_into_free_pages() {
     let t = tx.create_tree("t").unwrap();
     tx.commit().unwrap();
     const LEN: usize = 400 << 10;
-    for i in 0..10u8 {
-        let mut tx = env.write().unwrap();
-        tx.put(&t, b"blob", vec![i; LEN]).unwrap();
-        tx.commit().unwrap();
-        env.flush().unwrap();
-    }
+    overwrite_blob(&env, &t, 0..10, LEN, true);
     let st = env.stats();
     assert_eq!(st.written_once_reused_pages, 0);
     assert!(st.next_page * st.page_size as u64 >= 10 * LEN as u64, "{} pages", st.next_page);
@@ -343,12 +347,7 @@ fn a_reader_keeps_its_large_value_while_it_is_overwritten() {
     assert_eq!(held.written_once_reused_pages, reused_before, "a page a reader may read was written in place");
     drop(r);
     env.flush().unwrap();
-    for i in 11..=14u8 {
-        let mut tx = env.write().unwrap();
-        tx.put(&t, b"blob", vec![i; LEN]).unwrap();
-        tx.commit().unwrap();
-        env.flush().unwrap();
-    }
+    overwrite_blob(&env, &t, 11..=14, LEN, true);
     let after = env.stats();
     println!(
         "high-water mark {} pages with the reader, {} after; {} pages reused after",
