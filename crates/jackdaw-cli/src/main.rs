@@ -2,9 +2,11 @@
 //! format), take it elsewhere (hot backup, compaction, a streamed copy). See README.md.
 //!
 //! Exit status: 0 success; 1 failure (for `check`: the database is damaged); 2 the database
-//! cannot be examined (locked by a writer, not a Jackdaw database, unsupported format, I/O).
+//! cannot be examined (locked by a writer, not a Jackdaw database, unsupported format, I/O);
+//! 130 a `load` or `dump -o` stopped by Ctrl-C or a termination signal (`interrupt.rs`).
 
 mod dump;
+mod interrupt;
 mod render;
 
 use anyhow::{anyhow, bail, Context};
@@ -178,6 +180,7 @@ pub(crate) struct Fail {
 impl From<anyhow::Error> for Fail {
     fn from(err: anyhow::Error) -> Fail {
         let code = match err.downcast_ref::<Error>() {
+            _ if interrupt::is_interrupted(&err) => interrupt::STATUS,
             Some(e) if cannot_examine(e) => 2,
             Some(_) => 1,
             None => 1,
@@ -415,7 +418,10 @@ fn run(cli: Cli) -> Res<u8> {
         Cmd::Dump { db, trees, output } => {
             let env = open(&db, false, false)?;
             match output {
-                Some(p) => dump_to_file(&env, &trees, &p)?,
+                Some(p) => {
+                    interrupt::install()?;
+                    dump_to_file(&env, &trees, &p)?
+                }
                 None => {
                     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
                     match dump::dump(&env, &trees, &mut w).and_then(|_| w.flush().map_err(|e| e.into())) {
@@ -428,14 +434,15 @@ fn run(cli: Cli) -> Res<u8> {
         }
         Cmd::Load { db, file, tree } => {
             // The input opens before the database, so that a mistyped file name creates nothing.
-            let (input, len): (Box<dyn std::io::BufRead>, u64) = match &file {
+            let (input, len) = match &file {
                 Some(p) => {
                     let f = std::fs::File::open(p).with_context(|| format!("open {}", p.display()))?;
                     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                    (Box::new(std::io::BufReader::new(f)), len)
+                    (interrupt::Input::new(f), len)
                 }
-                None => (Box::new(std::io::stdin().lock()), 0),
+                None => (interrupt::Input::new(std::io::stdin()), 0),
             };
+            interrupt::install()?;
             let made = Made::before_opening(&db);
             let env = open(&db, true, false).map_err(|f| failed_write(f, None, &db, &made, 0, "load"))?;
             let mut committed = 0u64;
@@ -645,9 +652,9 @@ fn dump_to_file(env: &Env, trees: &[String], p: &Path) -> Res {
     };
     let write = || -> Res {
         let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-        let mut w = std::io::BufWriter::new(f);
+        let mut w = std::io::BufWriter::new(interrupt::Output(f));
         dump::dump(env, trees, &mut w).with_context(|| format!("dump into {}", p.display()))?;
-        let f = w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("write {}", p.display()))?;
+        let f = w.into_inner().map_err(|e| e.into_error()).with_context(|| format!("write {}", p.display()))?.0;
         if !in_place {
             f.sync_all().with_context(|| format!("write {}", p.display()))?;
             std::fs::rename(&tmp, p).with_context(|| format!("rename {} to {}", tmp.display(), p.display()))?;

@@ -466,6 +466,76 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Start `jackdaw load DB` on a pipe, write `input` into it and keep it open (the load then waits
+/// for more), send `signal` (by name, for `kill`) once `input` is written and the database is
+/// there, and return how the load ended. A load that does not end within 20 s is killed and the
+/// test fails: it would have hung on the signal.
+fn load_signalled(db: &Path, input: &[u8], signal: &str) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jackdaw"))
+        .args(["load", p(db)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run jackdaw");
+    let mut stdin = c.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    let t = std::time::Instant::now();
+    while !db.join("data.jdb").exists() {
+        assert!(t.elapsed().as_secs() < 20, "the load did not open {}", db.display());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = c.id().to_string();
+    assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
+    while c.try_wait().unwrap().is_none() {
+        if t.elapsed().as_secs() > 20 {
+            let _ = c.kill();
+            panic!("the load did not stop within 20 s of SIG{signal}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    drop(stdin);
+    c.wait_with_output().unwrap()
+}
+
+/// Ctrl-C (or SIGTERM) during a load ends it as a failed load ends, with status 130, even while
+/// it waits for input: a database the load created is removed; an existing one keeps the
+/// batches committed before the signal, which the message counts, and nothing else.
+#[test]
+fn a_load_stopped_by_a_signal_says_what_it_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let new = d.path().join("new");
+    let head = "VERSION=3\nformat=bytevalue\ndatabase=t\ntype=btree\nHEADER=END\n 61\n 31\n";
+    let o = load_signalled(&new, head.as_bytes(), "INT");
+    assert_eq!(o.status.code(), Some(130), "{}", err(&o));
+    assert!(err(&o).contains("interrupted") && err(&o).contains("removed again"), "{}", err(&o));
+    assert!(!new.exists(), "a load stopped by Ctrl-C left the database it created");
+
+    // 40 values of 1 MiB: all read before the signal (the pipe takes no more than a few blocks
+    // ahead of the load), so at least one 32 MiB batch was committed.
+    let old = d.path().join("old");
+    ok(&jackdaw(&["put", p(&old), "t", "x", "1"]));
+    let mut big = String::from(head.split(" 61").next().unwrap());
+    let value: String = "ab".repeat(1 << 20);
+    for i in 0..40 {
+        big.push_str(&format!(" {}\n {value}\n", hex(format!("k{i:02}").as_bytes())));
+    }
+    let o = load_signalled(&old, big.as_bytes(), "TERM");
+    assert_eq!(o.status.code(), Some(130), "{}", err(&o));
+    let msg = err(&o);
+    let n: usize = msg
+        .split("the first ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the entries kept in {msg:?}"));
+    assert!(n > 0 && n <= 40, "{n} entries said kept of 40: {msg}");
+    let keys = ok(&jackdaw(&["scan", p(&old), "t", "--keys-only"]));
+    let want: String = (0..n).map(|i| format!("k{i:02}\n")).chain(["x\n".to_string()]).collect();
+    assert_eq!(keys, want, "the database holds other entries than the message says");
+    ok(&jackdaw(&["check", p(&old)]));
+}
+
 #[test]
 fn tree_picture_as_text_and_svg() {
     let d = tempfile::tempdir().unwrap();
