@@ -354,6 +354,17 @@ pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
 // ------------------------------------------------------------------------------------------------
 // Client
 
+/// How a call to a node failed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fault {
+    /// No connection: the node is down or the address wrong.
+    Unreachable,
+    /// The request went out and no answer came in time.
+    NoAnswer,
+    /// Anything else (an HTTP error status, a bad answer).
+    Other,
+}
+
 /// A client of the node API that follows the leader.
 #[derive(Clone)]
 pub struct Client {
@@ -388,28 +399,44 @@ impl Client {
         path: &str,
         body: Option<&Req>,
     ) -> Result<Reply<T>, String> {
+        self.call_within(addr, path, body, self.timeout).await.map_err(|(_, e)| e)
+    }
+
+    /// One call to one node, bounded by `timeout`; a failure says whether the node could not be
+    /// reached, took the request without answering in time, or failed otherwise.
+    async fn call_within<Req: Serialize, T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+        body: Option<&Req>,
+        timeout: Duration,
+    ) -> Result<Reply<T>, (Fault, String)> {
         let url = format!("http://{addr}{path}");
         let rb = match body {
             Some(b) => self.http.post(&url).json(b),
             None => self.http.get(&url),
         };
-        let resp = rb.timeout(self.timeout).send().await.map_err(|e| {
+        let resp = rb.timeout(timeout).send().await.map_err(|e| {
             if e.is_connect() {
-                format!("cannot reach node at {addr}: connection refused or unreachable")
+                (Fault::Unreachable, format!("cannot reach node at {addr}: connection refused or unreachable"))
             } else if e.is_timeout() {
-                format!("node at {addr} did not answer within {:?}", self.timeout)
+                (Fault::NoAnswer, format!("node at {addr} did not answer within {timeout:.1?}"))
             } else {
-                format!("request to {addr} failed: {e}")
+                (Fault::Other, format!("request to {addr} failed: {e}"))
             }
         })?;
         if !resp.status().is_success() {
-            return Err(format!("node at {addr} answered {}", resp.status()));
+            return Err((Fault::Other, format!("node at {addr} answered {}", resp.status())));
         }
-        resp.json().await.map_err(|e| format!("bad answer from {addr}: {e}"))
+        resp.json().await.map_err(|e| (Fault::Other, format!("bad answer from {addr}: {e}")))
     }
 
     /// Send to the leader (found by asking, following `NotLeader`), trying every node, until
-    /// `deadline` passes.
+    /// `deadline` passes (no call outlives it). When it does, the error explains the last
+    /// failure: with too many of the nodes unreachable for a majority (the nodes not tried are
+    /// probed then, `probe_untried`), that there is no quorum, not merely that the last node
+    /// tried did not answer; after a request that went unanswered, that a write may still take
+    /// effect.
     pub async fn leader_call<Req: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
@@ -418,6 +445,10 @@ impl Client {
     ) -> Result<T, String> {
         let start = std::time::Instant::now();
         let mut last_err;
+        // Each node's last failure to be reached (cleared when it answers).
+        let mut unreachable: std::collections::BTreeMap<String, String> = Default::default();
+        let mut unanswered = false;
+        let mut tried: std::collections::BTreeSet<String> = Default::default();
         // Each call starts its search at a different node (not always at the first, which may
         // be the dead one).
         let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -428,7 +459,21 @@ impl Client {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone()
                 .unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
-            match self.call::<Req, T>(&target, path, Some(body)).await {
+            let left = deadline.saturating_sub(start.elapsed()).max(Duration::from_millis(100));
+            let got = self.call_within::<Req, T>(&target, path, Some(body), self.timeout.min(left)).await;
+            match &got {
+                Err((Fault::Unreachable, e)) => {
+                    unreachable.insert(target.clone(), e.clone());
+                }
+                Err((f, _)) => {
+                    unreachable.remove(&target);
+                    unanswered |= *f == Fault::NoAnswer;
+                }
+                Ok(_) => {
+                    unreachable.remove(&target);
+                }
+            }
+            match got {
                 Ok(Reply::Ok(v)) => return Ok(v),
                 Ok(Reply::NotLeader(Some((_, addr)))) if !addr.is_empty() && addr != target => {
                     *self.leader.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
@@ -441,7 +486,7 @@ impl Client {
                     );
                 }
                 Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
-                Err(e) => last_err = e,
+                Err((_, e)) => last_err = e,
             }
             {
                 // Forget the leader only if it is still the one that failed: another writer may
@@ -452,12 +497,73 @@ impl Client {
                     *l = None;
                 }
             }
+            tried.insert(target);
             i += 1;
-            if start.elapsed() > deadline {
-                return Err(last_err);
+            if start.elapsed() >= deadline {
+                self.probe_untried(&tried, &mut unreachable).await;
+                let writes = path == "/api/write";
+                return Err(self.explain(last_err, &unreachable, unanswered && writes, writes));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50).min(deadline.saturating_sub(start.elapsed()))).await;
         }
+    }
+
+    /// For the error of a `leader_call` that ran out of time: which of the nodes it never tried
+    /// (a leader that took the whole deadline without answering) cannot be reached. All at once,
+    /// `PROBE` at most: a refused connection fails at once, so the usual case costs nothing.
+    async fn probe_untried(
+        &self,
+        tried: &std::collections::BTreeSet<String>,
+        unreachable: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        const PROBE: Duration = Duration::from_millis(300);
+        let mut probes = tokio::task::JoinSet::new();
+        for a in self.nodes.iter().filter(|a| !tried.contains(*a)) {
+            let (c, a) = (self.clone(), a.clone());
+            probes.spawn(async move {
+                let r = c.call_within::<(), Status>(&a, "/api/status", None, PROBE).await;
+                (a, r.err())
+            });
+        }
+        let _ = tokio::time::timeout(PROBE, async {
+            while let Some(Ok((a, e))) = probes.join_next().await {
+                if let Some((Fault::Unreachable, e)) = e {
+                    unreachable.insert(a, e);
+                }
+            }
+        })
+        .await;
+    }
+
+    /// The error of a `leader_call` that ran out of time (see there).
+    fn explain(
+        &self,
+        last: String,
+        unreachable: &std::collections::BTreeMap<String, String>,
+        maybe_applied: bool,
+        write: bool,
+    ) -> String {
+        let n = self.nodes.len();
+        let majority = n / 2 + 1;
+        // The nodes given, in their order (a leader learnt from an answer may be named otherwise).
+        let down: Vec<&str> = self.nodes.iter().filter(|a| unreachable.contains_key(*a)).map(|a| a.as_str()).collect();
+        let mut msg = if n - down.len() < majority {
+            format!(
+                "no quorum: {} of the {n} nodes cannot be reached ({}), and a {} needs {majority} of {n}; last: {last}",
+                down.len(),
+                down.join(", "),
+                if write { "write" } else { "linearizable read" },
+            )
+        } else {
+            last
+        };
+        if maybe_applied {
+            msg.push_str(
+                " (a node took the write without answering in time: it may still take effect, \
+                 for instance once a majority is back; read the key to know)",
+            );
+        }
+        msg
     }
 
     /// Write one command through the leader.

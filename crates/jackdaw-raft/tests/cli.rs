@@ -169,3 +169,59 @@ fn a_node_by_hand_and_its_locked_data_directory() {
     }
     drop(node);
 }
+
+/// With two of three nodes down, a write ends at its deadline saying there is no quorum and
+/// which nodes cannot be reached (it used to name only the last failure: "did not answer", or
+/// "cannot reach node" for one dead node), and that a write the leader took without answering
+/// may still take effect; it does, once a majority is back.
+#[test]
+fn a_write_without_a_quorum_says_so() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let addrs: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", port())).collect();
+    let mut nodes: Vec<Option<Kill>> =
+        addrs.iter().enumerate().map(|(i, a)| Some(serve(i as u64 + 1, a, &dir.path().join(i.to_string())))).collect();
+    let all = addrs.join(",");
+    let start = Instant::now();
+    for a in &addrs {
+        while !exe().args(["status", "--nodes", a]).output().unwrap().status.success() {
+            assert!(start.elapsed() < Duration::from_secs(20), "node did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert!(exe().args(["init", "--nodes", &all]).output().unwrap().status.success());
+    let put = exe().args(["put", "--wait", "20", "--nodes", &all, "album", "Ten"]).output().unwrap();
+    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
+    // The leader stays, the other two go.
+    let status = exe().args(["status", "--nodes", &addrs[0]]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let leader: usize = status
+        .split("\"leader\":")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no leader in {status}"));
+    let others: Vec<usize> = (0..3).filter(|i| i + 1 != leader).collect();
+    for &i in &others {
+        nodes[i] = None;
+    }
+    let t = Instant::now();
+    let out = exe().args(["put", "--wait", "3", "--nodes", &all, "album", "Vs."]).output().unwrap();
+    let took = t.elapsed();
+    let want = format!("no quorum: 2 of the 3 nodes cannot be reached ({}, {})", addrs[others[0]], addrs[others[1]]);
+    fails_with(out.clone(), &want);
+    fails_with(out, "may still take effect");
+    assert!(took < Duration::from_secs(8), "a 3 s deadline took {took:?}");
+    let back = others[0];
+    nodes[back] = Some(serve(back as u64 + 1, &addrs[back], &dir.path().join(back.to_string())));
+    // The first read a majority confirms may come before the leader's entry is committed (its
+    // read index), so it may still say "Ten"; the write lands soon after.
+    let start = Instant::now();
+    let mut seen = String::new();
+    while seen != "Vs." {
+        assert!(start.elapsed() < Duration::from_secs(30), "the write the leader took never landed (read {seen:?})");
+        let get = exe().args(["get", "--wait", "2", "--nodes", &all, "album"]).output().unwrap();
+        seen = String::from_utf8_lossy(&get.stdout).trim().to_string();
+        assert!(["", "Ten", "Vs."].contains(&seen.as_str()), "read {seen:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
