@@ -6,7 +6,9 @@
 //! the command fails with [`Interrupted`] at the next block it reads or writes and cleans up as
 //! after any other failure (a database the load created is removed, one that was there keeps the
 //! batches committed before, and says how many); the process exits with status 130. A second
-//! signal ends the process at once, for a command stuck where it checks nothing.
+//! Ctrl-C ends the process at once, for a command stuck where it checks nothing (a second SIGHUP
+//! or SIGTERM does not: a closing terminal sends SIGHUP twice). A signal the process was started
+//! with ignored (`nohup`, a background job of a script) stays ignored.
 //!
 //! A read from a terminal or an idle pipe is not interrupted by the signal (the handler restarts
 //! it), so `Input` reads on a thread of its own and hands blocks over through a channel that
@@ -42,15 +44,28 @@ pub(crate) fn is_interrupted(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Catch SIGINT, SIGTERM and SIGHUP from now on (see the module doc). Each signal's shutdown
-/// action goes first, so that it fires only once the flag is already set: on the second signal.
+/// Catch SIGINT, SIGTERM and SIGHUP from now on, those not ignored (see the module doc).
+/// SIGINT's shutdown action goes first, so that it fires only once the flag is already set: on
+/// the second Ctrl-C.
 pub(crate) fn install() -> anyhow::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_conditional_shutdown(sig, STATUS as i32, &STOP)?;
+    for sig in [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|s| !ignored(*s)) {
+        if sig == SIGINT {
+            signal_hook::flag::register_conditional_shutdown(sig, STATUS as i32, &STOP)?;
+        }
         signal_hook::flag::register(sig, &STOP)?;
     }
     Ok(())
+}
+
+/// Whether `sig` is ignored (as `nohup` leaves SIGHUP, a shell SIGINT for a background job).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: with a null new action, `sigaction` only writes the current one into `old`, a
+    // plain C struct for which all zeroes is a valid value.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 fn check() -> std::io::Result<()> {
@@ -67,7 +82,7 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// A reader whose reads fail with [`Interrupted`] once a signal came, even while no input
 /// arrives: the input is read on a thread of its own, in blocks of `BLOCK` bytes (at most
-/// two ahead).
+/// three ahead). The end of the input is the reader's empty block, never its thread's end.
 pub(crate) struct Input {
     rx: mpsc::Receiver<std::io::Result<Vec<u8>>>,
     block: Vec<u8>,
@@ -122,7 +137,10 @@ impl BufRead for Input {
                 }
                 Ok(Err(e)) => return Err(e),
                 Err(mpsc::RecvTimeoutError::Timeout) => check()?,
-                Err(mpsc::RecvTimeoutError::Disconnected) => self.done = true,
+                // After an error (returned already) or a panic: not the end of the input.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(std::io::Error::other("the input's reader stopped before the end of the input"))
+                }
             }
         }
         Ok(&self.block[self.at..])

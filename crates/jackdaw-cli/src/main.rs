@@ -216,7 +216,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(f) if is_broken_pipe(&f.err) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("jackdaw: {}", jackdaw::report(f.err.as_ref()));
+            // Not `eprintln!`: after a SIGHUP the terminal may be gone, and it would panic.
+            let _ = writeln!(std::io::stderr(), "jackdaw: {}", jackdaw::report(f.err.as_ref()));
             ExitCode::from(f.code)
         }
     }
