@@ -68,6 +68,9 @@ pub struct Status {
     pub snapshot_index: Option<u64>,
     pub purged_index: Option<u64>,
     pub voters: Vec<NodeId>,
+    /// The voters' addresses, in `voters`' order (absent from an older node's answer).
+    #[serde(default)]
+    pub voter_addrs: Vec<String>,
     pub log_appends: u64,
     pub log_syncs: u64,
     pub snapshots_installed: u64,
@@ -238,6 +241,10 @@ async fn api_status(State(a): St) -> Json<Reply<Status>> {
         snapshot_index: m.snapshot.map(|l| l.index),
         purged_index: m.purged.map(|l| l.index),
         voters: m.membership_config.membership().voter_ids().collect(),
+        voter_addrs: {
+            let ms = m.membership_config.membership();
+            ms.voter_ids().map(|id| ms.get_node(&id).map(|n| n.addr.clone()).unwrap_or_default()).collect()
+        },
         log_appends: c.appends.load(std::sync::atomic::Ordering::Relaxed),
         log_syncs: c.syncs.load(std::sync::atomic::Ordering::Relaxed),
         snapshots_installed: a.sm.installed.load(std::sync::atomic::Ordering::Relaxed),
@@ -354,6 +361,9 @@ pub async fn serve(cfg: NodeConfig) -> anyhow::Result<()> {
 // ------------------------------------------------------------------------------------------------
 // Client
 
+/// How long a client waits for a connection to a node.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// How a call to a node failed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fault {
@@ -377,12 +387,12 @@ pub struct Client {
 
 impl Client {
     /// A client of the nodes at these addresses (`host:port`), each call bounded by `timeout`.
-    pub fn new(nodes: Vec<String>, timeout: Duration) -> Client {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_millis(500))
-            .no_proxy()
-            .build()
-            .expect("reqwest client");
+    /// An address given twice counts once.
+    pub fn new(mut nodes: Vec<String>, timeout: Duration) -> Client {
+        let mut seen = std::collections::HashSet::new();
+        nodes.retain(|a| seen.insert(a.clone()));
+        let http =
+            reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).no_proxy().build().expect("reqwest client");
         Client {
             http,
             nodes,
@@ -432,11 +442,11 @@ impl Client {
     }
 
     /// Send to the leader (found by asking, following `NotLeader`), trying every node, until
-    /// `deadline` passes (no call outlives it). When it does, the error explains the last
-    /// failure: with too many of the nodes unreachable for a majority (the nodes not tried are
-    /// probed then, `probe_untried`), that there is no quorum, not merely that the last node
-    /// tried did not answer; after a request that went unanswered, that a write may still take
-    /// effect.
+    /// `deadline` passes (no call is given longer than what is left of it, 100 ms at least).
+    /// When it does, the error explains the last failure (`why_not`, 0.6 s at most more): that
+    /// too many of the cluster's voters cannot be reached for a majority ("no quorum"), or
+    /// that none of the nodes given can be, not merely what the last node tried said; and after
+    /// a write a node took without answering, that it may still take effect.
     pub async fn leader_call<Req: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
@@ -444,15 +454,13 @@ impl Client {
         deadline: Duration,
     ) -> Result<T, String> {
         let start = std::time::Instant::now();
-        let mut last_err;
-        // Each node's last failure to be reached (cleared when it answers).
-        let mut unreachable: std::collections::BTreeMap<String, String> = Default::default();
+        let mut last_err = String::from("no node tried");
+        // Whether a node took a write without answering in time (it may still apply it).
         let mut unanswered = false;
-        let mut tried: std::collections::BTreeSet<String> = Default::default();
         // Each call starts its search at a different node (not always at the first, which may
         // be the dead one).
         let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        loop {
+        while start.elapsed() < deadline {
             let target = self
                 .leader
                 .lock()
@@ -460,20 +468,8 @@ impl Client {
                 .clone()
                 .unwrap_or_else(|| self.nodes[i % self.nodes.len()].clone());
             let left = deadline.saturating_sub(start.elapsed()).max(Duration::from_millis(100));
-            let got = self.call_within::<Req, T>(&target, path, Some(body), self.timeout.min(left)).await;
-            match &got {
-                Err((Fault::Unreachable, e)) => {
-                    unreachable.insert(target.clone(), e.clone());
-                }
-                Err((f, _)) => {
-                    unreachable.remove(&target);
-                    unanswered |= *f == Fault::NoAnswer;
-                }
-                Ok(_) => {
-                    unreachable.remove(&target);
-                }
-            }
-            match got {
+            let within = self.timeout.min(left);
+            match self.call_within::<Req, T>(&target, path, Some(body), within).await {
                 Ok(Reply::Ok(v)) => return Ok(v),
                 Ok(Reply::NotLeader(Some((_, addr)))) if !addr.is_empty() && addr != target => {
                     *self.leader.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
@@ -486,7 +482,11 @@ impl Client {
                     );
                 }
                 Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
-                Err((_, e)) => last_err = e,
+                Err((f, e)) => {
+                    // A call cut before the connection could time out may not have connected.
+                    unanswered |= f == Fault::NoAnswer && within > CONNECT_TIMEOUT;
+                    last_err = e;
+                }
             }
             {
                 // Forget the leader only if it is still the one that failed: another writer may
@@ -497,73 +497,81 @@ impl Client {
                     *l = None;
                 }
             }
-            tried.insert(target);
             i += 1;
-            if start.elapsed() >= deadline {
-                self.probe_untried(&tried, &mut unreachable).await;
-                let writes = path == "/api/write";
-                return Err(self.explain(last_err, &unreachable, unanswered && writes, writes));
-            }
             tokio::time::sleep(Duration::from_millis(50).min(deadline.saturating_sub(start.elapsed()))).await;
         }
-    }
-
-    /// For the error of a `leader_call` that ran out of time: which of the nodes it never tried
-    /// (a leader that took the whole deadline without answering) cannot be reached. All at once,
-    /// `PROBE` at most: a refused connection fails at once, so the usual case costs nothing.
-    async fn probe_untried(
-        &self,
-        tried: &std::collections::BTreeSet<String>,
-        unreachable: &mut std::collections::BTreeMap<String, String>,
-    ) {
-        const PROBE: Duration = Duration::from_millis(300);
-        let mut probes = tokio::task::JoinSet::new();
-        for a in self.nodes.iter().filter(|a| !tried.contains(*a)) {
-            let (c, a) = (self.clone(), a.clone());
-            probes.spawn(async move {
-                let r = c.call_within::<(), Status>(&a, "/api/status", None, PROBE).await;
-                (a, r.err())
-            });
-        }
-        let _ = tokio::time::timeout(PROBE, async {
-            while let Some(Ok((a, e))) = probes.join_next().await {
-                if let Some((Fault::Unreachable, e)) = e {
-                    unreachable.insert(a, e);
-                }
-            }
-        })
-        .await;
-    }
-
-    /// The error of a `leader_call` that ran out of time (see there).
-    fn explain(
-        &self,
-        last: String,
-        unreachable: &std::collections::BTreeMap<String, String>,
-        maybe_applied: bool,
-        write: bool,
-    ) -> String {
-        let n = self.nodes.len();
-        let majority = n / 2 + 1;
-        // The nodes given, in their order (a leader learnt from an answer may be named otherwise).
-        let down: Vec<&str> = self.nodes.iter().filter(|a| unreachable.contains_key(*a)).map(|a| a.as_str()).collect();
-        let mut msg = if n - down.len() < majority {
-            format!(
-                "no quorum: {} of the {n} nodes cannot be reached ({}), and a {} needs {majority} of {n}; last: {last}",
-                down.len(),
-                down.join(", "),
-                if write { "write" } else { "linearizable read" },
-            )
-        } else {
-            last
-        };
-        if maybe_applied {
+        let write = path == "/api/write";
+        let mut msg = self.why_not(write).await.map_or(last_err.clone(), |why| format!("{why}; last: {last_err}"));
+        if unanswered && write {
             msg.push_str(
                 " (a node took the write without answering in time: it may still take effect, \
                  for instance once a majority is back; read the key to know)",
             );
         }
-        msg
+        Err(msg)
+    }
+
+    /// For the error of a `leader_call` that ran out of time: when the cause is that no majority
+    /// of the cluster's voters can be reached, or that no node given can be, say so. Every node
+    /// given is asked for its status, then every voter its membership names that was not given
+    /// (`PROBE` each round, all at once: a refused connection fails at once). `None` when the
+    /// voters that answer are a majority (the last failure is the story then), or when no node
+    /// answers but one could not be told apart from a slow one.
+    async fn why_not(&self, write: bool) -> Option<String> {
+        let what = if write { "write" } else { "linearizable read" };
+        let given = self.probe(&self.nodes).await;
+        let voters = given.iter().find_map(|(_, r)| r.as_ref().ok().filter(|s| !s.voter_addrs.is_empty()).cloned());
+        let Some(status) = voters else {
+            let refused =
+                given.len() == self.nodes.len() && given.iter().all(|(_, r)| matches!(r, Err(Fault::Unreachable)));
+            return refused.then(|| {
+                format!("none of the {} nodes given can be reached ({})", self.nodes.len(), self.nodes.join(", "))
+            });
+        };
+        let members = status.voter_addrs;
+        let more: Vec<String> = members.iter().filter(|a| !self.nodes.contains(a)).cloned().collect();
+        let mut seen = given;
+        seen.extend(self.probe(&more).await);
+        let down: Vec<&str> = members
+            .iter()
+            .filter(|a| seen.iter().any(|(x, r)| x == *a && matches!(r, Err(Fault::Unreachable))))
+            .map(|a| a.as_str())
+            .collect();
+        let (n, majority) = (members.len(), members.len() / 2 + 1);
+        (n - down.len() < majority).then(|| {
+            format!(
+                "no quorum: {} of the cluster's {n} voters cannot be reached ({}), and a {what} needs {majority} of {n}",
+                down.len(),
+                down.join(", ")
+            )
+        })
+    }
+
+    /// Each of `addrs`' status, or how asking failed, within `PROBE`.
+    async fn probe(&self, addrs: &[String]) -> Vec<(String, Result<Status, Fault>)> {
+        const PROBE: Duration = Duration::from_millis(300);
+        let mut probes = tokio::task::JoinSet::new();
+        for a in addrs {
+            let (c, a) = (self.clone(), a.clone());
+            probes.spawn(async move {
+                let r = match c.call_within::<(), Status>(&a, "/api/status", None, PROBE).await {
+                    Ok(Reply::Ok(s)) => Ok(s),
+                    Ok(_) => Err(Fault::Other),
+                    // Cut before the connection could time out: not known to be unreachable.
+                    Err((Fault::NoAnswer, _)) => Err(Fault::Other),
+                    Err((f, _)) => Err(f),
+                };
+                (a, r)
+            });
+        }
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(PROBE, async {
+            while let Some(Ok(r)) = probes.join_next().await {
+                out.push(r);
+            }
+        })
+        .await;
+        out
     }
 
     /// Write one command through the leader.
