@@ -5,7 +5,8 @@
 //! workload, by its WORKLOADS.md name), [`disk`] (the disk's physical limits), [`device`] and
 //! [`measure`] (block-device counters, page-cache dropping, windows, progress), [`report`]
 //! (tables, SVG charts, JSON), [`gen`] (seeded keys and values), [`ycsb`] (YCSB's workloads A–F:
-//! its generators, CoreWorkload, the runs and their report; `jackdaw-bench ycsb`).
+//! its generators, CoreWorkload, the runs and their report; `jackdaw-bench ycsb`), [`cleanup`]
+//! (working directories that a stopped bench does not leave behind).
 //!
 //! Every engine's run of a workload starts after a `sync()` and on a quiet device
 //! (`device::settle`), so that no engine pays (in time or in device bytes) for the write-back of
@@ -15,6 +16,7 @@
 //! and the table shows each engine's median round (`report::median_rounds`), its other rounds'
 //! ops/s in the notes.
 
+pub mod cleanup;
 pub mod device;
 pub mod disk;
 pub mod engine;
@@ -115,8 +117,8 @@ pub fn run(cfg: &Config) -> Result<Report> {
         );
     }
     let dev = device::block_dev_of(&cfg.dir);
-    let run_dir = cfg.dir.join(format!("run-{}", std::process::id()));
-    std::fs::create_dir_all(&run_dir)?;
+    let work = cleanup::WorkDir::create(&cfg.dir, "run", cfg.keep)?;
+    let run_dir = work.path().to_path_buf();
 
     let mut rep = Report {
         seed: cfg.seed,
@@ -327,9 +329,7 @@ pub fn run(cfg: &Config) -> Result<Report> {
     }
     ctx.cleanup();
     rep.cold_cache_method = ctx.cold_used.map(|m| m.describe().to_string());
-    if !cfg.keep {
-        let _ = std::fs::remove_dir_all(&run_dir);
-    }
+    drop(work);
     rep.total_secs = started.elapsed().as_secs_f64();
     if let Some(m) = &rep.cold_cache_method {
         if cfg.print {

@@ -269,3 +269,49 @@ fn bad_input_is_refused_before_the_run() {
         assert!(o.status.success() && !err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// A bench stopped with Ctrl-C removes its working directory (a full YCSB run keeps gigabytes of
+/// loaded copies there) and exits 130; one killed outright leaves its directory, which the next
+/// bench in the same `--dir` removes (its process is gone), keeping what `--keep` kept.
+#[test]
+fn a_stopped_bench_leaves_no_files() {
+    let (base, _) = fresh("ycsb-stopped", &[], 1);
+    let db = base.join("db");
+    let dead = db.join("run-4294967295");
+    let kept = db.join("ycsb-4294967294");
+    std::fs::create_dir_all(dead.join("jackdaw")).unwrap();
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("KEPT"), "").unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench"))
+        .args(["ycsb", "--engines", "jackdaw", "--workloads", "a", "--threads", "1", "--durability", "buff"])
+        .args(["-p", "recordcount=2000000", "--no-drop-caches", "--no-progress", "--dir"])
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let work = db.join(format!("ycsb-{}", c.id()));
+    let start = std::time::Instant::now();
+    // Loading: the directory holds a database.
+    while !work.join("loaded").exists() {
+        assert!(start.elapsed().as_secs() < 60, "the bench did not start loading");
+        assert!(c.try_wait().unwrap().is_none(), "the bench ended before it was stopped");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!dead.exists(), "the directory of a bench that is gone stayed");
+    assert!(kept.exists(), "a directory kept by --keep went");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(Command::new("kill").args(["-INT", &c.id().to_string()]).status().unwrap().success());
+    while c.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() > 120 {
+            let _ = c.kill();
+            panic!("the bench did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted; removing"), "{err}");
+    assert!(!work.exists(), "a bench stopped with Ctrl-C left {}", work.display());
+}

@@ -522,7 +522,8 @@ pub fn run(cfg: &YcsbConfig) -> Result<YcsbReport> {
         );
     }
     let dev = device::block_dev_of(&cfg.dir);
-    let run_dir = cfg.dir.join(format!("ycsb-{}", std::process::id()));
+    let work = crate::cleanup::WorkDir::create(&cfg.dir, "ycsb", cfg.keep)?;
+    let run_dir = work.path().to_path_buf();
     let first = &cfg.workloads[0];
     let mut rep = YcsbReport {
         seed: cfg.seed,
@@ -688,9 +689,7 @@ pub fn run(cfg: &YcsbConfig) -> Result<YcsbReport> {
         }
     }
     rep.runs = median_runs(std::mem::take(&mut rep.runs));
-    if !cfg.keep {
-        let _ = std::fs::remove_dir_all(&run_dir);
-    }
+    drop(work);
     set_ratios(&mut rep);
     rep.total_secs = started.elapsed().as_secs_f64();
     if cfg.print {
