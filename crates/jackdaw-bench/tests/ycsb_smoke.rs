@@ -282,14 +282,23 @@ fn a_stopped_bench_leaves_no_files() {
     std::fs::create_dir_all(dead.join("jackdaw")).unwrap();
     std::fs::create_dir_all(&kept).unwrap();
     std::fs::write(kept.join("KEPT"), "").unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench"))
-        .args(["ycsb", "--engines", "jackdaw", "--workloads", "a", "--threads", "1", "--durability", "buff"])
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench"));
+    cmd.args(["ycsb", "--engines", "jackdaw", "--workloads", "a", "--threads", "1", "--durability", "buff"])
         .args(["-p", "recordcount=2000000", "--no-drop-caches", "--no-progress", "--dir"])
         .arg(&db)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(std::process::Stdio::piped());
+    // SIGINT at its default action, as from a terminal, whatever this test runs under (a shell
+    // starts background jobs with it ignored, and the bench keeps an ignored signal ignored).
+    // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut c = cmd.spawn().unwrap();
     let work = db.join(format!("ycsb-{}", c.id()));
     let start = std::time::Instant::now();
     // Loading: the directory holds a database.

@@ -466,18 +466,25 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Start `jackdaw load DB` on a pipe, write `input` into it and keep it open (the load then waits
-/// for more), send `signal` (by name, for `kill`) once `input` is written and the database is
-/// there, and return how the load ended. A load that does not end within 20 s is killed and the
-/// test fails: it would have hung on the signal.
-fn load_signalled(db: &Path, input: &[u8], signal: &str) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_jackdaw"))
-        .args(["load", p(db)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run jackdaw");
+/// Start `jackdaw load DB` on a pipe, its SIGINT at the default action or ignored (as a shell
+/// leaves it for a background job: whatever this test runs under, the child gets what the case
+/// asks), write `input` into the pipe and keep it open (the load then waits for more), and once
+/// `input` is written and the database is there, send `signals` (by name, for `kill`) in turn:
+/// every one but the last must leave the load running for 0.5 s; return how it ended after the
+/// last. A load that does not end within 20 s is killed and the test fails: it would have hung.
+fn load_signalled(db: &Path, input: &[u8], sigint_ignored: bool, signals: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let disposition = if sigint_ignored { libc::SIG_IGN } else { libc::SIG_DFL };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackdaw"));
+    cmd.args(["load", p(db)]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGINT, disposition);
+            Ok(())
+        });
+    }
+    let mut c = cmd.spawn().expect("run jackdaw");
     let mut stdin = c.stdin.take().unwrap();
     stdin.write_all(input).unwrap();
     let t = std::time::Instant::now();
@@ -486,11 +493,18 @@ fn load_signalled(db: &Path, input: &[u8], signal: &str) -> Output {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let pid = c.id().to_string();
-    assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
+    let (last, before) = signals.split_last().unwrap();
+    for s in before {
+        assert!(Command::new("kill").args([&format!("-{s}"), &pid]).status().unwrap().success());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(c.try_wait().unwrap().is_none(), "SIG{s}, which the load started with ignored, stopped it");
+    }
+    let t = std::time::Instant::now();
+    assert!(Command::new("kill").args([&format!("-{last}"), &pid]).status().unwrap().success());
     while c.try_wait().unwrap().is_none() {
         if t.elapsed().as_secs() > 20 {
             let _ = c.kill();
-            panic!("the load did not stop within 20 s of SIG{signal}");
+            panic!("the load did not stop within 20 s of SIG{last}");
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -500,16 +514,21 @@ fn load_signalled(db: &Path, input: &[u8], signal: &str) -> Output {
 
 /// Ctrl-C (or SIGTERM) during a load ends it as a failed load ends, with status 130, even while
 /// it waits for input: a database the load created is removed; an existing one keeps the
-/// batches committed before the signal, which the message counts, and nothing else.
+/// batches committed before the signal, which the message counts, and nothing else. A SIGINT
+/// the load was started with ignored stays ignored.
 #[test]
 fn a_load_stopped_by_a_signal_says_what_it_kept() {
     let d = tempfile::tempdir().unwrap();
     let new = d.path().join("new");
     let head = "VERSION=3\nformat=bytevalue\ndatabase=t\ntype=btree\nHEADER=END\n 61\n 31\n";
-    let o = load_signalled(&new, head.as_bytes(), "INT");
+    let o = load_signalled(&new, head.as_bytes(), false, &["INT"]);
     assert_eq!(o.status.code(), Some(130), "{}", err(&o));
     assert!(err(&o).contains("interrupted") && err(&o).contains("removed again"), "{}", err(&o));
     assert!(!new.exists(), "a load stopped by Ctrl-C left the database it created");
+    // Started with SIGINT ignored (a script's background job), it keeps it ignored.
+    let o = load_signalled(&new, head.as_bytes(), true, &["INT", "TERM"]);
+    assert_eq!(o.status.code(), Some(130), "{}", err(&o));
+    assert!(!new.exists(), "a load stopped by SIGTERM left the database it created");
 
     // 40 values of 1 MiB: all read before the signal (the pipe takes no more than a few blocks
     // ahead of the load), so at least one 32 MiB batch was committed.
@@ -520,7 +539,7 @@ fn a_load_stopped_by_a_signal_says_what_it_kept() {
     for i in 0..40 {
         big.push_str(&format!(" {}\n {value}\n", hex(format!("k{i:02}").as_bytes())));
     }
-    let o = load_signalled(&old, big.as_bytes(), "TERM");
+    let o = load_signalled(&old, big.as_bytes(), false, &["TERM"]);
     assert_eq!(o.status.code(), Some(130), "{}", err(&o));
     let msg = err(&o);
     let n: usize = msg
