@@ -41,6 +41,9 @@ pub enum Reply<T> {
     NotLeader(Option<(NodeId, String)>),
     /// Failed.
     Error(String),
+    /// Refused for what it asks (a key over the limit): no node takes it, so a client does not
+    /// retry it.
+    Refused(String),
 }
 
 /// An acknowledged write.
@@ -134,7 +137,7 @@ async fn raft_snapshot(
 async fn api_write(State(a): St, Json(req): Json<Request>) -> Json<Reply<WriteAck>> {
     // A command the state machine would refuse never enters the log.
     if let Err(e) = req.check(a.sm.max_key()) {
-        return Json(Reply::Error(e));
+        return Json(Reply::Refused(e));
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     if a.batcher.send((req, tx)).await.is_err() {
@@ -213,6 +216,10 @@ struct ReadReq {
 /// A linearizable read: the leader confirms its leadership with a quorum (read index) and waits
 /// until its state machine has applied up to that index, then reads.
 async fn api_read(State(a): St, Json(req): Json<ReadReq>) -> Json<Reply<Option<String>>> {
+    // The key a write of it would be refused for (no leader is asked).
+    if let Err(e) = (Request::Delete { key: req.key.clone() }).check(a.sm.max_key()) {
+        return Json(Reply::Refused(e));
+    }
     match a.raft.ensure_linearizable().await {
         Ok(_) => {}
         Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
@@ -482,6 +489,7 @@ impl Client {
                     );
                 }
                 Ok(Reply::Error(e)) => last_err = format!("{target}: {e}"),
+                Ok(Reply::Refused(e)) => return Err(format!("{target}: {e}")),
                 Err((f, e)) => {
                     // A call cut before the connection could time out may not have connected.
                     unanswered |= f == Fault::NoAnswer && within > CONNECT_TIMEOUT;
@@ -589,7 +597,7 @@ impl Client {
         match self.call::<(), Status>(addr, "/api/status", None).await? {
             Reply::Ok(s) => Ok(s),
             Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) => Err(e),
+            Reply::Error(e) | Reply::Refused(e) => Err(e),
         }
     }
 
@@ -598,7 +606,7 @@ impl Client {
         match self.call::<(), Dump>(addr, "/api/dump", None).await? {
             Reply::Ok(s) => Ok(s),
             Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) => Err(e),
+            Reply::Error(e) | Reply::Refused(e) => Err(e),
         }
     }
 
@@ -607,7 +615,7 @@ impl Client {
         match self.call::<(), String>(addr, "/api/check", Some(&())).await? {
             Reply::Ok(_) => Ok(()),
             Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) => Err(e),
+            Reply::Error(e) | Reply::Refused(e) => Err(e),
         }
     }
 
@@ -616,7 +624,7 @@ impl Client {
         match self.call::<_, ()>(addr, "/api/init", Some(&members.to_vec())).await? {
             Reply::Ok(()) => Ok(()),
             Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) => Err(e),
+            Reply::Error(e) | Reply::Refused(e) => Err(e),
         }
     }
 }
