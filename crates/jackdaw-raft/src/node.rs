@@ -467,7 +467,9 @@ impl Client {
         // Each call starts its search at a different node (not always at the first, which may
         // be the dead one).
         let mut i = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        while start.elapsed() < deadline {
+        // At least one call, even with no time left (`--wait 0`).
+        let mut first = true;
+        while std::mem::take(&mut first) || start.elapsed() < deadline {
             let target = self
                 .leader
                 .lock()

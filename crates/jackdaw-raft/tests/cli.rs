@@ -59,6 +59,8 @@ fn bad_input_is_a_clear_error() {
     let dead = format!("127.0.0.1:{}", port());
     let out = exe().args(["get", "--wait", "1", "--nodes", &dead, "k"]).output().unwrap();
     fails_with(out, &format!("none of the 1 nodes given can be reached ({dead}); last: cannot reach node"));
+    // With no time at all, one call is still made (it said "no node tried").
+    fails_with(exe().args(["put", "--wait", "0", "--nodes", &dead, "k", "v"]).output().unwrap(), "cannot reach node");
     fails_with(
         exe().args(["serve", "--id", "0", "--addr", "127.0.0.1:1", "--data", "/tmp/x"]).output().unwrap(),
         "node ids start at 1",
