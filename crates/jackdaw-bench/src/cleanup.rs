@@ -5,7 +5,9 @@
 //!   was not started with ignored), then exits with status 130 (a second Ctrl-C during the
 //!   removal ends the process at once);
 //! - [`remove_stale`] removes the ones a bench that was killed outright (SIGKILL, a crash) left,
-//!   those whose process is gone, when the next bench starts in the same `--dir`.
+//!   those whose process is gone, when the next bench starts in the same `--dir`; only
+//!   directories a bench made (a marker file in each), never a folder of the user's that
+//!   happens to be named `run-1`.
 //!
 //! `--keep` keeps the directory: neither applies to it then, and a marker file in it (`KEPT`)
 //! keeps it from later benches too.
@@ -18,6 +20,9 @@ use std::sync::{Mutex, OnceLock};
 
 /// Marker of a working directory kept on purpose (`--keep`).
 const KEPT: &str = "KEPT";
+/// Marker of a directory a bench made, written first: only such a directory is ever removed as
+/// stale (a folder of the user's named `run-1` in `--dir` is not).
+const MADE: &str = ".jackdaw-bench-workdir";
 
 /// A run's working directory, `<root>/<prefix>-<pid>`: made (after the stale ones of earlier
 /// benches are removed), guarded against signals, and removed when dropped, unless `keep`.
@@ -31,6 +36,7 @@ impl WorkDir {
         remove_stale(root);
         let path = root.join(format!("{prefix}-{}", std::process::id()));
         std::fs::create_dir_all(&path)?;
+        std::fs::write(path.join(MADE), "a jackdaw-bench working directory\n")?;
         if keep {
             std::fs::write(path.join(KEPT), "kept by --keep; later benches leave this directory alone\n")?;
         } else {
@@ -119,8 +125,9 @@ fn remove_guarded() {
 }
 
 /// Remove the working directories under `root` left by benches whose process is gone
-/// (`run-<pid>`, `ycsb-<pid>`; a live process's, another bench running now, stay). Says each on
-/// stderr. Only where `/proc` tells which processes live.
+/// (`run-<pid>`, `ycsb-<pid>` holding the `MADE` marker and not `KEPT`; a live process's,
+/// another bench running now, stay). Says each on stderr. Only where `/proc` tells which
+/// processes live.
 fn remove_stale(root: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
@@ -130,7 +137,8 @@ fn remove_stale(root: &Path) {
         let name = e.file_name();
         let Some(pid) = stale_pid(&name.to_string_lossy()) else { continue };
         let dir = e.path();
-        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() || dir.join(KEPT).exists() {
+        let ours = dir.join(MADE).exists() && !dir.join(KEPT).exists();
+        if !ours || pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
         match std::fs::remove_dir_all(&dir) {
@@ -163,13 +171,19 @@ mod tests {
         let live = root.path().join(format!("ycsb-{}", std::process::id()));
         let other = root.path().join("run-x");
         let kept = root.path().join("run-4294967294");
-        for d in [&dead, &live, &other, &kept] {
+        // Named like one, not made by a bench: the user's.
+        let users = root.path().join("run-1");
+        for d in [&dead, &live, &other, &kept, &users] {
             std::fs::create_dir_all(d.join("jackdaw")).unwrap();
+        }
+        for d in [&dead, &live, &other, &kept] {
+            std::fs::write(d.join(MADE), "").unwrap();
         }
         std::fs::write(kept.join(KEPT), "").unwrap();
         remove_stale(root.path());
         assert!(!dead.exists(), "a dead process's directory stayed");
         assert!(live.exists() && other.exists(), "a live process's or a foreign directory went");
         assert!(kept.exists(), "a directory kept by --keep went");
+        assert!(users.exists(), "a directory no bench made went");
     }
 }

@@ -279,8 +279,13 @@ fn a_stopped_bench_leaves_no_files() {
     let db = base.join("db");
     let dead = db.join("run-4294967295");
     let kept = db.join("ycsb-4294967294");
+    let users = db.join("run-2");
     std::fs::create_dir_all(dead.join("jackdaw")).unwrap();
     std::fs::create_dir_all(&kept).unwrap();
+    std::fs::create_dir_all(&users).unwrap();
+    for d in [&dead, &kept] {
+        std::fs::write(d.join(".jackdaw-bench-workdir"), "").unwrap();
+    }
     std::fs::write(kept.join("KEPT"), "").unwrap();
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackdaw-bench"));
@@ -309,6 +314,7 @@ fn a_stopped_bench_leaves_no_files() {
     }
     assert!(!dead.exists(), "the directory of a bench that is gone stayed");
     assert!(kept.exists(), "a directory kept by --keep went");
+    assert!(users.exists(), "a directory no bench made went");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(Command::new("kill").args(["-INT", &c.id().to_string()]).status().unwrap().success());
     while c.try_wait().unwrap().is_none() {
