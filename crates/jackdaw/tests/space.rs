@@ -135,9 +135,7 @@ fn deleted_pages_are_reused() {
 fn overwritten_large_values_reuse_their_pages() {
     let dir = TestDb::dir("space-large-overwrite");
     let env = Env::open(&dir, Options::default()).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    tx.commit().unwrap();
+    let t = tree_t(&env);
     const LEN: usize = 1 << 20;
     for i in 0..100u32 {
         let v = vec![i as u8; LEN];
@@ -161,6 +159,14 @@ fn overwritten_large_values_reuse_their_pages() {
     env.check().unwrap().into_result().unwrap();
     env.close().unwrap();
     assert!(data_len(dir.path()) <= 4 * LEN as u64, "{} bytes after close", data_len(dir.path()));
+}
+
+/// A new plain tree named "t", committed.
+fn tree_t(env: &Env) -> jackdaw::Tree {
+    let mut tx = env.write().unwrap();
+    let t = tx.create_tree("t").unwrap();
+    tx.commit().unwrap();
+    t
 }
 
 /// Overwrite `b"blob"` in `t` with `vec![i; len]` for each `i` of `values`, a transaction each,
@@ -240,9 +246,7 @@ fn values_past_the_dirty_page_bound_reuse_their_pages() {
     let dir = TestDb::dir("space-large-past-bound");
     let opts = || Options::default().max_dirty_pages(64).flusher(FlusherMode::Manual);
     let env = Env::open(&dir, opts()).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    tx.commit().unwrap();
+    let t = tree_t(&env);
     const LEN: usize = 400 << 10; // ~100 pages: three times half the bound
     let value = |i: u32| (0..LEN).map(|j| (j as u32 ^ i.wrapping_mul(0x9e37_79b9)) as u8).collect::<Vec<u8>>();
     for i in 0..40u32 {
@@ -285,9 +289,7 @@ fn values_past_the_dirty_page_bound_reuse_their_pages() {
 fn values_past_the_dirty_page_bound_reuse_their_pages_with_the_background_flusher() {
     let dir = TestDb::dir("space-large-past-bound-bg");
     let env = Env::open(&dir, Options::default().max_dirty_pages(64)).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    tx.commit().unwrap();
+    let t = tree_t(&env);
     const LEN: usize = 400 << 10;
     overwrite_blob(&env, &t, 0..60, LEN, false);
     let st = env.stats();
@@ -308,9 +310,7 @@ fn append_only_never_writes_large_values_into_free_pages() {
     let dir = TestDb::dir("space-large-append-only");
     let opts = Options::default().max_dirty_pages(64).free_space(jackdaw::FreeSpacePolicy::AppendOnly);
     let env = Env::open(&dir, opts).unwrap();
-    let mut tx = env.write().unwrap();
-    let t = tx.create_tree("t").unwrap();
-    tx.commit().unwrap();
+    let t = tree_t(&env);
     const LEN: usize = 400 << 10;
     overwrite_blob(&env, &t, 0..10, LEN, true);
     let st = env.stats();
