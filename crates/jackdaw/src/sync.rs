@@ -15,7 +15,7 @@
 #[cfg(not(feature = "shuttle"))]
 mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::mpsc;
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
@@ -73,7 +73,7 @@ mod imp {
     use std::ops::{Deref, DerefMut};
     use std::time::Duration;
 
-    pub(crate) use s::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+    pub(crate) use s::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
     pub(crate) use s::mpsc;
     pub(crate) use shuttle::thread;
     pub(crate) use shuttle::thread_local;

@@ -6,11 +6,12 @@
 //!    the data file (and `T` is at most the oldest live snapshot), so a snapshot that finds no
 //!    version `<= its id` here is served the right bytes by the data file.
 //! 3. `count` is the number of pages with versions; zero lets readers skip the lock entirely.
-//!    Likewise `present[pgno % BUCKETS]` counts the pages with versions whose number falls in that
-//!    bucket (updated under the write lock, with `count`, before the versions can be read): a
-//!    reader that finds its page's bucket at zero skips the lock too, so pages the table does not
-//!    hold (overflow chains written once, most of a large database) cost no lock while a few
-//!    others have versions in memory.
+//!    Likewise each page's bit in `slots` (`SlotChunk::held`) is set while the table holds a
+//!    version of it (set under the write lock, with `count`, before the versions can be read;
+//!    cleared after they are removed): a reader that finds its page's bit clear skips the slot
+//!    and the lock, so pages the table does not hold (overflow chains written once, most of a
+//!    large database) cost one bit of a bitmap that stays in cache (a bit per page: 64 KiB for
+//!    2 GiB of 4 KiB pages), not a slot's line, while others have versions in memory.
 //! 4. A page keeps every version newer than the last visible transaction (prepared transactions
 //!    become visible in order, and snapshots will start at each of them), and below that only the
 //!    versions some snapshot may still read: the newest one at or below each live snapshot and at
@@ -38,7 +39,7 @@
 //!    below the last visible transaction, the only one a slot hands to a snapshot.
 
 use crate::storage::sys::{ImageSlot, Images, SlotRead};
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
+use crate::sync::{AtomicU64, AtomicUsize};
 use crate::sync::{Mutex, ShardedRwLock};
 use crate::{PageNo, TxId};
 use smallvec::SmallVec;
@@ -79,15 +80,6 @@ pub(crate) type PgnoSet = std::collections::HashSet<u64, BuildHasherDefault<Pgno
 /// The page table's map: page number -> versions (hashed as `PgnoMap`'s `u64` keys are).
 type VersionMap = HashMap<PageNo, Versions, BuildHasherDefault<PgnoHasher>>;
 
-/// Buckets of the presence filter (invariant 3): consecutive page numbers fall in different
-/// buckets, so a chain of consecutive pages never shares one with the few pages held.
-const BUCKETS: usize = 1 << 14;
-
-#[inline]
-fn bucket(pgno: PageNo) -> usize {
-    (pgno.get() % BUCKETS as u64) as usize
-}
-
 /// Whether a page's versions are pruned before a new one is added (invariant 4). Up to 8
 /// versions: always (exact, and cheap). Past that only once they are more than twice what a
 /// prune could keep (the needed snapshot ids from the oldest version up, `visible`, and the
@@ -122,24 +114,72 @@ fn newest(m: &VersionMap, pgno: PageNo, txid: TxId, whole: bool) -> Option<&Page
 const SLOT_CHUNK_BITS: u32 = if cfg!(feature = "shuttle") { 6 } else { 16 };
 const SLOT_CHUNKS: usize = 1 << 12;
 
-/// Every page's newest-version slot (invariant 6), by page number, in chunks made when a page
-/// of theirs first gets a version (under the map's write lock, so making one never waits).
-struct Slots(Box<[std::sync::OnceLock<Box<[ImageSlot]>>]>);
+/// The slots and held bits of `1 << SLOT_CHUNK_BITS` consecutive pages.
+struct SlotChunk {
+    /// A bit per page: the table holds a version of it (invariant 3).
+    held: Box<[AtomicU64]>,
+    /// Each page's newest version (invariant 6).
+    slots: Box<[ImageSlot]>,
+}
+
+impl SlotChunk {
+    fn new() -> SlotChunk {
+        let n = 1usize << SLOT_CHUNK_BITS;
+        SlotChunk {
+            held: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            slots: (0..n).map(|_| ImageSlot::default()).collect(),
+        }
+    }
+
+    #[inline(always)]
+    fn is_held(&self, i: usize) -> bool {
+        self.held[i / 64].load(Ordering::Acquire) & (1 << (i % 64)) != 0
+    }
+
+    /// Set or clear page `i`'s held bit (writer only, under the map's write lock).
+    fn set_held(&self, i: usize, held: bool) {
+        let bit = 1u64 << (i % 64);
+        if held {
+            self.held[i / 64].fetch_or(bit, Ordering::Release);
+        } else {
+            self.held[i / 64].fetch_and(!bit, Ordering::Release);
+        }
+    }
+}
+
+/// What `ImageSlot::peek` says: empty, busy, or a transaction id and an image's address.
+type SlotPeek = Option<Option<(u64, *const u8)>>;
+
+/// Every page's newest-version slot (invariant 6) and held bit (invariant 3), by page number,
+/// in chunks made when a page of theirs first gets a version (under the map's write lock, so
+/// making one never waits).
+struct Slots(Box<[std::sync::OnceLock<SlotChunk>]>);
 
 impl Slots {
     fn new() -> Slots {
         Slots((0..SLOT_CHUNKS).map(|_| std::sync::OnceLock::new()).collect())
     }
 
-    /// The chunk of `pgno` and the slot's index in it; `None` past the last chunk.
+    /// The chunk of `pgno` and the page's index in it; `None` past the last chunk.
     #[inline(always)]
-    fn at(&self, pgno: PageNo) -> Option<(&std::sync::OnceLock<Box<[ImageSlot]>>, usize)> {
+    fn at(&self, pgno: PageNo) -> Option<(&std::sync::OnceLock<SlotChunk>, usize)> {
         let n = pgno.get();
         let chunk = self.0.get((n >> SLOT_CHUNK_BITS) as usize)?;
         Some((chunk, (n & ((1 << SLOT_CHUNK_BITS) - 1)) as usize))
     }
 
-    /// What the slot of `pgno` tells a view at `txid` (see `sys::ImageSlot::read`).
+    /// Whether the table may hold a version of `pgno` (invariant 3): its bit, or true past the
+    /// last chunk (those pages are always looked up under the lock).
+    #[inline(always)]
+    fn may_hold(&self, pgno: PageNo) -> bool {
+        match self.at(pgno) {
+            Some((chunk, i)) => chunk.get().is_some_and(|c| c.is_held(i)),
+            None => true,
+        }
+    }
+
+    /// What the slot of `pgno` tells a view at `txid` (see `sys::ImageSlot::read`): `Absent`
+    /// at once when its held bit is clear.
     #[inline(always)]
     fn read<'a>(&self, pgno: PageNo, txid: TxId, len: usize, era: &'a Era) -> SlotRead<'a> {
         let Some((chunk, i)) = self.at(pgno) else {
@@ -148,22 +188,29 @@ impl Slots {
         // A chunk not made yet: no page of it ever had a version (made before the first one
         // was published, so before any snapshot that could see it began).
         match chunk.get() {
-            Some(c) => c[i].read(txid.get(), len, era),
-            None => SlotRead::Absent,
+            Some(c) if c.is_held(i) => c.slots[i].read(txid.get(), len, era),
+            _ => SlotRead::Absent,
         }
     }
 
-    /// What the slot of `pgno` holds (`sys::ImageSlot::peek`); `None` past the last chunk.
-    fn peek(&self, pgno: PageNo) -> Option<Option<Option<(u64, *const u8)>>> {
+    /// What the slot of `pgno` holds (`sys::ImageSlot::peek`) and its held bit; `None` past the
+    /// last chunk.
+    fn peek(&self, pgno: PageNo) -> Option<(SlotPeek, bool)> {
         let (chunk, i) = self.at(pgno)?;
-        Some(chunk.get().and_then(|c| c[i].peek()))
+        Some(chunk.get().map_or((None, false), |c| (c.slots[i].peek(), c.is_held(i))))
+    }
+
+    /// The chunk of `pgno`, made if need be, and the page's index in it (writer only); `None`
+    /// past the last chunk.
+    fn chunk(&self, pgno: PageNo) -> Option<(&SlotChunk, usize)> {
+        let (chunk, i) = self.at(pgno)?;
+        Some((chunk.get_or_init(SlotChunk::new), i))
     }
 
     /// The slot of `pgno`, its chunk made if need be (writer only); `None` past the last chunk.
+    #[cfg(test)]
     fn slot(&self, pgno: PageNo) -> Option<&ImageSlot> {
-        let (chunk, i) = self.at(pgno)?;
-        let c = chunk.get_or_init(|| (0..1usize << SLOT_CHUNK_BITS).map(|_| ImageSlot::default()).collect());
-        Some(&c[i])
+        self.chunk(pgno).map(|(c, i)| &c.slots[i])
     }
 }
 
@@ -180,8 +227,6 @@ pub(crate) struct PageTable {
     /// Where new page images come from (huge-page slabs).
     images: Arc<Images>,
     pool: Arc<Pool>,
-    /// Pages with versions, by `bucket(pgno)` (invariant 3).
-    present: Box<[AtomicU32]>,
     /// The era retired versions join now (invariant 5), and how many eras came before it.
     era: Mutex<Arc<Era>>,
     era_gen: AtomicU64,
@@ -206,7 +251,6 @@ impl PageTable {
             images: Images::new(image_len),
             era: Mutex::new(Arc::new(Era::new(pool.clone()))),
             pool,
-            present: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             era_gen: AtomicU64::new(0),
         }
     }
@@ -303,7 +347,7 @@ impl PageTable {
     /// Whether the table may hold versions of `pgno`, from the atomics alone (invariant 3).
     #[inline(always)]
     fn may_hold(&self, pgno: PageNo) -> bool {
-        self.count.load(Ordering::Acquire) != 0 && self.present[bucket(pgno)].load(Ordering::Acquire) != 0
+        self.count.load(Ordering::Acquire) != 0 && self.slots.may_hold(pgno)
     }
 
     /// `lookup`, read in place for as long as `era` lives (invariant 5: `era` must be the one
@@ -360,8 +404,11 @@ impl PageTable {
             for (pgno, buf) in pages {
                 added += buf.len() as u64;
                 let vs = m.entry(pgno).or_default();
+                let chunk = self.slots.chunk(pgno);
                 if vs.is_empty() {
-                    self.present[bucket(pgno)].fetch_add(1, Ordering::Release);
+                    if let Some((c, i)) = chunk {
+                        c.set_held(i, true);
+                    }
                 }
                 debug_assert!(vs.last().is_none_or(|(t, _)| *t < txid));
                 if !vs.is_empty() && prune_due(vs, visible, needed) {
@@ -387,8 +434,8 @@ impl PageTable {
                         }
                     }
                 }
-                if let Some(slot) = self.slots.slot(pgno) {
-                    slot.set(txid.get(), &buf, self.image_len);
+                if let Some((c, i)) = chunk {
+                    c.slots[i].set(txid.get(), &buf, self.image_len);
                 }
                 vs.push((txid, buf));
             }
@@ -415,11 +462,11 @@ impl PageTable {
                         dropped.push(b);
                     }
                     if vs.is_empty() {
-                        if let Some(slot) = self.slots.slot(*pgno) {
-                            slot.clear();
+                        if let Some((c, i)) = self.slots.chunk(*pgno) {
+                            c.slots[i].clear();
+                            c.set_held(i, false);
                         }
                         m.remove(pgno);
-                        self.present[bucket(*pgno)].fetch_sub(1, Ordering::Release);
                     }
                 }
             }
@@ -489,7 +536,10 @@ impl PageTable {
                 problems.push((*pgno, "the page table holds a page with no version".to_string()));
                 continue;
             };
-            let Some(slot) = self.slots.peek(*pgno) else { continue };
+            let Some((slot, held)) = self.slots.peek(*pgno) else { continue };
+            if !held {
+                problems.push((*pgno, "the page table holds a page whose held bit is clear".to_string()));
+            }
             let fits = newest.len() == self.image_len;
             match slot {
                 Some(Some((t, at))) if fits && t == txid.get() && at == newest.as_ptr() => {}
@@ -508,10 +558,17 @@ impl PageTable {
             }
         }
         for (c, chunk) in self.slots.0.iter().enumerate() {
-            for (i, slot) in chunk.get().into_iter().flatten().enumerate() {
+            let Some(chunk) = chunk.get() else { continue };
+            for (i, slot) in chunk.slots.iter().enumerate() {
                 let pgno = PageNo::new(((c as u64) << SLOT_CHUNK_BITS) + i as u64);
-                if slot.peek().is_some() && !m.contains_key(&pgno) {
+                if m.contains_key(&pgno) {
+                    continue;
+                }
+                if slot.peek().is_some() {
                     problems.push((pgno, "page table slot set for a page with no version".to_string()));
+                }
+                if chunk.is_held(i) {
+                    problems.push((pgno, "held bit set for a page with no version".to_string()));
                 }
             }
         }
@@ -590,14 +647,15 @@ mod tests {
         assert!(t.get(p(5), x(6)).is_none());
         assert_eq!(t.get(p(5), x(9)).unwrap()[0], 7);
         assert_eq!(t.pages(), 1);
-        // Page 5 + BUCKETS shares page 5's bucket; page 6's bucket is empty again.
-        assert!(t.get(p(5 + BUCKETS as u64), x(9)).is_none());
-        assert_eq!(t.present[bucket(p(6))].load(Ordering::Relaxed), 0);
-        assert_eq!(t.present[bucket(p(5))].load(Ordering::Relaxed), 1);
+        // Page 6's held bit is clear again, page 5's set, its neighbours' clear.
+        assert!(!t.slots.may_hold(p(6)) && t.slots.may_hold(p(5)) && !t.slots.may_hold(p(4)));
+        assert!(t.get(p(5 + 64), x(9)).is_none());
         t.retire(&[p(5)], x(7));
         assert_eq!(t.pages(), 0);
         assert_eq!(t.bytes(), 0);
-        assert!(t.present.iter().all(|c| c.load(Ordering::Relaxed) == 0));
+        let chunk = t.slots.0[0].get().expect("made by the first publish");
+        assert!(chunk.held.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+        assert_eq!(t.check_slots(), vec![]);
     }
 
     fn pooled(t: &PageTable) -> usize {
@@ -669,6 +727,18 @@ mod tests {
         t.publish(x(9), v(&[(5, buf(9))]), x(8), &[x(8)]);
         assert_eq!(seen(5, 9), Some((9, 16)));
         assert_eq!(seen(5, 8), None);
+        assert_eq!(t.check_slots(), vec![]);
+        // `check_slots` finds a held bit that disagrees with the map, either way (invariant 3),
+        // and a page whose bit is clear is served by the data file.
+        let (c, i5) = t.slots.chunk(p(5)).expect("in range");
+        c.set_held(i5, false);
+        c.set_held(8, true);
+        assert_eq!(seen(5, 9), None, "a clear held bit sends the read to the data file");
+        let found = t.check_slots();
+        assert_eq!(found.iter().map(|(pg, _)| pg.get()).collect::<Vec<_>>(), vec![5, 8], "{found:?}");
+        assert!(found[0].1.contains("held bit is clear") && found[1].1.contains("held bit set"), "{found:?}");
+        c.set_held(i5, true);
+        c.set_held(8, false);
         assert_eq!(t.check_slots(), vec![]);
         // `check_slots` finds a slot that disagrees with the map, either way.
         t.slots.slot(p(5)).expect("in range").clear();
