@@ -46,6 +46,18 @@ pub enum Reply<T> {
     Refused(String),
 }
 
+impl<T> Reply<T> {
+    /// The answer of a call any node serves itself (status, dump, check, init): a redirect to
+    /// the leader is unexpected there.
+    fn served(self) -> Result<T, String> {
+        match self {
+            Reply::Ok(t) => Ok(t),
+            Reply::NotLeader(_) => Err("unexpected answer".into()),
+            Reply::Error(e) | Reply::Refused(e) => Err(e),
+        }
+    }
+}
+
 /// An acknowledged write.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WriteAck {
@@ -596,38 +608,22 @@ impl Client {
 
     /// A node's status.
     pub async fn status(&self, addr: &str) -> Result<Status, String> {
-        match self.call::<(), Status>(addr, "/api/status", None).await? {
-            Reply::Ok(s) => Ok(s),
-            Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) | Reply::Refused(e) => Err(e),
-        }
+        self.call::<(), Status>(addr, "/api/status", None).await?.served()
     }
 
     /// A node's state machine contents.
     pub async fn dump(&self, addr: &str) -> Result<Dump, String> {
-        match self.call::<(), Dump>(addr, "/api/dump", None).await? {
-            Reply::Ok(s) => Ok(s),
-            Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) | Reply::Refused(e) => Err(e),
-        }
+        self.call::<(), Dump>(addr, "/api/dump", None).await?.served()
     }
 
     /// Run `check()` on a node's environments.
     pub async fn check(&self, addr: &str) -> Result<(), String> {
-        match self.call::<(), String>(addr, "/api/check", Some(&())).await? {
-            Reply::Ok(_) => Ok(()),
-            Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) | Reply::Refused(e) => Err(e),
-        }
+        self.call::<(), String>(addr, "/api/check", Some(&())).await?.served().map(|_| ())
     }
 
     /// Initialize a cluster of these members through node `addr`.
     pub async fn init(&self, addr: &str, members: &[(NodeId, String)]) -> Result<(), String> {
-        match self.call::<_, ()>(addr, "/api/init", Some(&members.to_vec())).await? {
-            Reply::Ok(()) => Ok(()),
-            Reply::NotLeader(_) => Err("unexpected answer".into()),
-            Reply::Error(e) | Reply::Refused(e) => Err(e),
-        }
+        self.call::<_, ()>(addr, "/api/init", Some(&members.to_vec())).await?.served()
     }
 }
 
